@@ -1,0 +1,27 @@
+#pragma once
+// Each subcommand registers its options on the CLI11 app and returns the action to run once parsing
+// succeeded. Actions return the process exit code and throw InputError for bad input.
+#include <functional>
+#include <string>
+
+#include "fmsim/hardware/catalog.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace fmsim::cli {
+
+struct GlobalOptions {
+  std::string catalog_dir;  ///< empty = Catalog::default_directory()
+  bool verbose = false;
+};
+
+using Action = std::function<int()>;
+
+/// The catalog named by --catalog, else the default one.
+hardware::Catalog load_catalog(const GlobalOptions& globals);
+
+void register_topo(CLI::App& app, const GlobalOptions& globals, Action& action);
+
+}  // namespace fmsim::cli

@@ -1,0 +1,23 @@
+#pragma once
+// Reading JSON files with errors that name the file, line and column.
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace fmsim::config {
+
+/// A parsed JSON document and the file it came from (used to name the file in later errors).
+struct JsonFile {
+  std::string path;
+  nlohmann::json root;
+};
+
+/// Reads and parses a JSON file. Throws InputError naming the file (and the line and column of a
+/// syntax error) when it cannot be read or is not valid JSON.
+JsonFile load_json_file(const std::filesystem::path& path);
+
+/// Parses JSON text that came from `origin` (a file name or "--set"), with the same errors.
+JsonFile parse_json_text(const std::string& text, const std::string& origin);
+
+}  // namespace fmsim::config

@@ -1,0 +1,122 @@
+#pragma once
+// The hardware catalog: GPUs, interconnects, instance types, UltraServers and storage services, loaded
+// from topologies/catalog/*.json. Every figure carries its source (see `sources` in each spec).
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fmsim::hardware {
+
+/// Figure name -> where it comes from (datasheet, calibration case id, or "estimate: ...").
+using Sources = std::map<std::string, std::string>;
+
+struct GpuSpec {
+  std::string name;
+  std::string architecture;
+  int sm_version = 0;
+  double bf16_dense_flops = 0;                  ///< FLOP/s, dense
+  double fp8_dense_flops = 0;                   ///< FLOP/s, dense; 0 = not supported
+  double fp4_dense_flops = 0;                   ///< FLOP/s, dense; 0 = not supported
+  double hbm_bytes = 0;
+  double hbm_bandwidth_Bps = 0;
+  double nvlink_bandwidth_per_direction_Bps = 0;
+  int nvlink_links = 0;
+  bool nvlink_sharp = false;                    ///< NVLS in-switch reduction
+  Sources sources;
+};
+
+struct InterconnectSpec {
+  std::string name;
+  std::string kind;                             ///< "nvlink", "efa" or "infiniband"
+  double message_latency_s = 0;                 ///< one-way small-message latency (alpha)
+  double switch_latency_s = 0;                  ///< per switch traversed
+  Sources sources;
+};
+
+struct InstanceSpec {
+  std::string name;
+  std::string provider;                         ///< "aws" or "reference"
+  std::string gpu;                              ///< key into the GPU table
+  std::string nvlink;                           ///< key into the interconnect table (kind nvlink)
+  std::string nvlink_domain;                    ///< "instance" or "ultraserver"
+  std::string interconnect;                     ///< scale-out network, key into the interconnect table
+  int gpus = 0;
+  int nics = 0;
+  double network_bandwidth_Bps = 0;             ///< aggregate scale-out bandwidth per direction
+  double nvme_bytes = 0;
+  double nvme_read_Bps = 0;
+  double nvme_write_Bps = 0;
+  double host_memory_bytes = 0;
+  double host_gpu_bandwidth_Bps = 0;            ///< per GPU, host <-> device (PCIe or C2C)
+  std::optional<double> usd_per_hour;           ///< on-demand; absent for reference systems
+  std::string price_as_of;
+  Sources sources;
+};
+
+struct UltraServerSpec {
+  std::string name;
+  std::string instance;
+  int instances = 0;
+  Sources sources;
+};
+
+struct FsxDeploymentSpec {
+  std::string name;
+  double disk_throughput_per_tib_Bps = 0;
+  double network_throughput_per_tib_Bps = 0;
+  double metadata_latency_s = 0;
+  Sources sources;
+};
+
+struct S3Spec {
+  double put_rate_per_prefix_per_s = 0;
+  double get_rate_per_prefix_per_s = 0;
+  double per_instance_bandwidth_Bps = 0;
+  double first_byte_latency_s = 0;
+  double part_bytes = 0;
+  Sources sources;
+};
+
+class Catalog {
+ public:
+  /// Loads every catalog file from `directory`. Throws InputError naming the file and key on bad data.
+  static Catalog load(const std::filesystem::path& directory);
+  /// The catalog directory: $FMSIM_CATALOG_DIR if set, else the one the build was configured with.
+  static std::filesystem::path default_directory();
+
+  /// Look-ups throw InputError listing the known names when `name` is unknown.
+  const GpuSpec& gpu(const std::string& name) const;
+  const InterconnectSpec& interconnect(const std::string& name) const;
+  const InstanceSpec& instance(const std::string& name) const;
+  const UltraServerSpec& ultraserver(const std::string& name) const;
+  const FsxDeploymentSpec& fsx_deployment(const std::string& name) const;
+  const S3Spec& s3() const { return s3_; }
+
+  std::vector<std::string> instance_names() const;
+  std::vector<std::string> ultraserver_names() const;
+  std::vector<std::string> fsx_deployment_names() const;
+  const std::map<std::string, GpuSpec>& gpus() const { return gpus_; }
+  const std::map<std::string, InstanceSpec>& instances() const { return instances_; }
+  const std::map<std::string, InterconnectSpec>& interconnects() const { return interconnects_; }
+
+ private:
+  friend class CatalogLoader;
+  std::map<std::string, GpuSpec> gpus_;
+  std::map<std::string, InterconnectSpec> interconnects_;
+  std::map<std::string, InstanceSpec> instances_;
+  std::map<std::string, UltraServerSpec> ultraservers_;
+  std::map<std::string, FsxDeploymentSpec> fsx_;
+  S3Spec s3_;
+};
+
+/// "a, b, c" of a map's keys, for error messages.
+template <typename Map>
+std::string join_keys(const Map& map) {
+  std::string text;
+  for (const auto& entry : map) text += (text.empty() ? "" : ", ") + entry.first;
+  return text;
+}
+
+}  // namespace fmsim::hardware

@@ -1,0 +1,50 @@
+// fmsim entry point: parses the command line, runs one subcommand, maps errors to exit codes
+// (0 ok, 1 a threshold or regression failed, 2 bad input, 3 internal error).
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "fmsim/cli/commands.hpp"
+#include "fmsim/common/error.hpp"
+
+int main(int argc, char** argv) {
+  auto logger = spdlog::stderr_color_mt("fmsim");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  spdlog::set_level(spdlog::level::warn);
+
+  CLI::App app{"fmsim: discrete-event simulator of GPU clusters for foundation-model training and inference"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "fmsim 0.1.0");
+  fmsim::cli::GlobalOptions globals;
+  app.add_option("--catalog", globals.catalog_dir, "hardware catalog directory (default: the shipped one)");
+  app.add_flag("-v,--verbose", globals.verbose, "log progress to stderr");
+
+  fmsim::cli::Action action;
+  fmsim::cli::register_topo(app, globals, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
+  } catch (const CLI::ParseError& error) {
+    std::cerr << "fmsim: error: " << error.what() << " (see fmsim --help)\n";
+    return 2;
+  }
+  if (globals.verbose) spdlog::set_level(spdlog::level::info);
+  try {
+    return action ? action() : 2;
+  } catch (const fmsim::InputError& error) {
+    std::cerr << "fmsim: error: " << error.what() << "\n";
+    return 2;
+  } catch (const std::exception& error) {
+    std::cerr << "fmsim: internal error: " << error.what() << "\n";
+    return 3;
+  }
+}

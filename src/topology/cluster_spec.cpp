@@ -1,0 +1,133 @@
+#include "fmsim/topology/cluster_spec.hpp"
+
+#include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
+#include "fmsim/config/object_reader.hpp"
+
+namespace fmsim::topology {
+namespace {
+
+using config::ObjectReader;
+using units::Dimension;
+
+constexpr double kBytesPerTiB = 1099511627776.0;
+
+std::string list(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+void read_machines(ObjectReader& root, const hardware::Catalog& catalog, ClusterSpec& spec) {
+  bool by_instance = root.has("instance_type");
+  bool by_ultraserver = root.has("ultraserver_type");
+  if (by_instance == by_ultraserver) {
+    root.fail(by_instance ? "ultraserver_type" : "instance_type",
+              "exactly one of 'instance_type' (with 'nodes') or 'ultraserver_type' (with 'ultraservers')");
+  }
+  if (by_instance) {
+    std::string type = root.required_string("instance_type");
+    auto known = catalog.instance_names();
+    if (!catalog.instances().count(type)) root.fail("instance_type", "a known instance type: " + list(known));
+    spec.instance = catalog.instance(type);
+    if (spec.instance.nvlink_domain == "ultraserver") {
+      root.fail("instance_type", "an instance type that is its own NVLink domain; '" + type +
+                                     "' is part of an UltraServer: use 'ultraserver_type' and 'ultraservers'");
+    }
+    spec.nodes = static_cast<int>(root.required_int("nodes", 1));
+  } else {
+    std::string type = root.required_string("ultraserver_type");
+    if (!catalog.ultraserver_names().empty()) {
+      bool found = false;
+      for (const auto& name : catalog.ultraserver_names()) found = found || name == type;
+      if (!found) root.fail("ultraserver_type", "a known UltraServer type: " + list(catalog.ultraserver_names()));
+    }
+    spec.ultraserver = catalog.ultraserver(type);
+    spec.instance = catalog.instance(spec.ultraserver->instance);
+    int servers = static_cast<int>(root.required_int("ultraservers", 1));
+    spec.nvlink_domain_nodes = spec.ultraserver->instances;
+    spec.nodes = servers * spec.nvlink_domain_nodes;
+  }
+  spec.gpus_per_node = spec.instance.gpus;
+  spec.gpu = catalog.gpu(spec.instance.gpu);
+  spec.nvlink = catalog.interconnect(spec.instance.nvlink);
+  spec.network = catalog.interconnect(spec.instance.interconnect);
+}
+
+void read_fabric(ObjectReader& root, ClusterSpec& spec) {
+  spec.fabric.message_latency_s = spec.network.message_latency_s;
+  spec.fabric.switch_latency_s = spec.network.switch_latency_s;
+  auto fabric = root.optional_object("fabric");
+  if (!fabric) return;
+  std::string topology = fabric->choice_or("topology", {"rail-optimized", "fat-tree"}, "rail-optimized");
+  spec.fabric.topology = topology == "fat-tree" ? FabricTopology::fat_tree : FabricTopology::rail_optimized;
+  spec.fabric.nodes_per_leaf = static_cast<int>(fabric->int_or("nodes_per_leaf", 16, 1));
+  spec.fabric.oversubscription = fabric->number_or("oversubscription", 1.0, 0.0);
+  if (spec.fabric.oversubscription < 1.0) {
+    fabric->fail("oversubscription", "a ratio >= 1 (1 = non-blocking, 2 = 2:1 leaf downlink:uplink)");
+  }
+  spec.fabric.message_latency_s =
+      fabric->quantity_or("message_latency", Dimension::time, spec.fabric.message_latency_s);
+  spec.fabric.switch_latency_s =
+      fabric->quantity_or("switch_latency", Dimension::time, spec.fabric.switch_latency_s);
+  fabric->reject_unknown_keys();
+}
+
+void read_storage(ObjectReader& root, const hardware::Catalog& catalog, ClusterSpec& spec) {
+  auto storage = root.optional_object("storage");
+  if (!storage) return;
+  spec.storage.nvme = storage->bool_or("nvme", true);
+  if (auto fsx = storage->optional_object("fsx_lustre")) {
+    FsxSpec out;
+    out.deployment_type = fsx->required_string("deployment_type");
+    bool known = false;
+    for (const auto& name : catalog.fsx_deployment_names()) known = known || name == out.deployment_type;
+    if (!known) fsx->fail("deployment_type", "one of: " + list(catalog.fsx_deployment_names()));
+    const auto& deployment = catalog.fsx_deployment(out.deployment_type);
+    out.capacity_bytes = fsx->required_quantity("capacity", Dimension::bytes);
+    if (out.capacity_bytes <= 0) fsx->fail("capacity", "a capacity above zero, like '480TiB'");
+    double tib = out.capacity_bytes / kBytesPerTiB;
+    out.throughput_Bps = tib * deployment.network_throughput_per_tib_Bps;
+    out.disk_throughput_Bps = tib * deployment.disk_throughput_per_tib_Bps;
+    out.metadata_latency_s = deployment.metadata_latency_s;
+    fsx->reject_unknown_keys();
+    spec.storage.fsx = out;
+  }
+  if (auto s3 = storage->optional_object("s3")) {
+    S3BucketSpec out;
+    out.prefixes = static_cast<int>(s3->int_or("prefixes", 1, 1));
+    const auto& service = catalog.s3();
+    out.per_instance_bandwidth_Bps = service.per_instance_bandwidth_Bps;
+    out.first_byte_latency_s = service.first_byte_latency_s;
+    out.put_rate_per_s = out.prefixes * service.put_rate_per_prefix_per_s;
+    out.get_rate_per_s = out.prefixes * service.get_rate_per_prefix_per_s;
+    s3->reject_unknown_keys();
+    spec.storage.s3 = out;
+  }
+  storage->reject_unknown_keys();
+}
+
+}  // namespace
+
+std::string to_string(FabricTopology topology) {
+  return topology == FabricTopology::fat_tree ? "fat-tree" : "rail-optimized";
+}
+
+ClusterSpec load_cluster(const std::filesystem::path& path, const hardware::Catalog& catalog) {
+  config::JsonFile file = config::load_json_file(path);
+  ObjectReader root(file.root, file.path);
+  ClusterSpec spec;
+  spec.source_file = file.path;
+  spec.name = root.string_or("name", path.stem().string());
+  root.optional_string("description");
+  root.optional_string("schema");
+  read_machines(root, catalog, spec);
+  read_fabric(root, spec);
+  read_storage(root, catalog, spec);
+  if (root.has("usd_per_hour")) spec.usd_per_hour_per_node = root.number_or("usd_per_hour", 0.0, 0.0);
+  else spec.usd_per_hour_per_node = spec.instance.usd_per_hour;
+  root.reject_unknown_keys();
+  return spec;
+}
+
+}  // namespace fmsim::topology
