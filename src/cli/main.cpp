@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
 
   fmsim::cli::Action action;
   fmsim::cli::register_topo(app, globals, action);
+  fmsim::cli::register_collective(app, globals, action);
 
   try {
     app.parse(argc, argv);

@@ -110,6 +110,7 @@ class CatalogLoader {
       InstanceSpec spec;
       spec.name = name;
       spec.provider = entry.choice_or("provider", {"aws", "reference"}, "");
+      spec.host_cpu = entry.choice_or("host_cpu", {"amd", "intel", "arm"}, "intel");
       spec.gpu = entry.required_string("gpu");
       spec.nvlink = entry.required_string("nvlink");
       spec.nvlink_domain = entry.choice_or("nvlink_domain", {"instance", "ultraserver"}, "instance");

@@ -23,5 +23,6 @@ using Action = std::function<int()>;
 hardware::Catalog load_catalog(const GlobalOptions& globals);
 
 void register_topo(CLI::App& app, const GlobalOptions& globals, Action& action);
+void register_collective(CLI::App& app, const GlobalOptions& globals, Action& action);
 
 }  // namespace fmsim::cli

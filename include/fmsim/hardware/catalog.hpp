@@ -38,6 +38,7 @@ struct InterconnectSpec {
 struct InstanceSpec {
   std::string name;
   std::string provider;                         ///< "aws" or "reference"
+  std::string host_cpu;                         ///< "amd", "intel" or "arm" (NCCL tunes LL limits by it)
   std::string gpu;                              ///< key into the GPU table
   std::string nvlink;                           ///< key into the interconnect table (kind nvlink)
   std::string nvlink_domain;                    ///< "instance" or "ultraserver"

@@ -1,0 +1,60 @@
+#pragma once
+// One collective algorithm: which operations and hardware it supports, the traffic it puts on NVLink
+// and on the network per byte of collective size, its latency, and (for the referee mode) the full
+// message-by-message program. Implementations live in src/collectives/algorithms/, one per file.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fmsim/collectives/collective.hpp"
+#include "fmsim/collectives/layout.hpp"
+#include "fmsim/engine/network_sim.hpp"
+
+namespace fmsim::collectives {
+
+/// How islands exchange their network traffic (node k of one island to node k of another, rail-aligned).
+enum class NetPattern {
+  none,        ///< one island: no network traffic
+  ring_next,   ///< island i -> island i+1
+  all_pairs,   ///< island i -> every other island, equal shares
+};
+
+/// Traffic per byte of collective size S (nccl-tests "size"; for alltoall, the bytes each rank sends).
+struct TrafficShape {
+  double nvlink_bytes_per_rank = 0;  ///< x S: the busiest GPU's NVLink bytes in its busiest direction
+  bool nvlink_is_nvls = false;       ///< NVLS efficiency instead of copy efficiency
+  double net_bytes_per_island = 0;   ///< x S: bytes each island sends over the network
+  NetPattern pattern = NetPattern::none;
+  bool phases_add = false;           ///< NVLink and network phases run one after the other
+  int fill_stages = 0;               ///< pipeline stages to fill (pipelined tree-like algorithms)
+};
+
+class AlgorithmModel {
+ public:
+  virtual ~AlgorithmModel() = default;
+  virtual Algorithm id() const = 0;
+  /// Why this algorithm cannot run `op` on this layout, or nullopt when it can.
+  virtual std::optional<std::string> unsupported(Op op, const CommLayout& layout) const = 0;
+  virtual std::vector<Protocol> protocols() const = 0;
+  virtual TrafficShape shape(Op op, const CommLayout& layout) const = 0;
+  virtual double latency_s(Op op, const CommLayout& layout, Protocol protocol) const = 0;
+  /// The referee: every step of every rank as a message. Returns nullopt if not implemented.
+  virtual std::optional<engine::SimProgram> full_program(Op op, const CommLayout& layout, double bytes) const {
+    (void)op, (void)layout, (void)bytes;
+    return std::nullopt;
+  }
+};
+
+/// Every algorithm, in NCCL's id order (ties in cost go to the earlier one).
+const std::vector<std::unique_ptr<AlgorithmModel>>& algorithm_registry();
+const AlgorithmModel& algorithm_model(Algorithm algorithm);
+
+std::unique_ptr<AlgorithmModel> make_ring();
+std::unique_ptr<AlgorithmModel> make_tree();
+std::unique_ptr<AlgorithmModel> make_nvls();
+std::unique_ptr<AlgorithmModel> make_nvls_tree();
+std::unique_ptr<AlgorithmModel> make_hierarchical();
+std::unique_ptr<AlgorithmModel> make_pairwise();
+
+}  // namespace fmsim::collectives

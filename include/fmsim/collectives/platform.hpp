@@ -1,0 +1,31 @@
+#pragma once
+// Turning a communicator on the cluster graph into engine platforms, at two granularities:
+// - node level (default fidelity): one host per instance whose link is its NICs together, leaf-group
+//   uplinks together; carries the rail-symmetric traffic between NVLink domains.
+// - GPU level (full fidelity, the referee): one host per rank, its NVLink port, per-rail NICs and
+//   leaf uplinks, PXN routing (a send to another node leaves through the NIC of the receiver's rail).
+// Links carry bandwidth x the achieved-efficiency constants of tuning.hpp and no latency: latency is
+// added in closed form by the cost model, in both modes.
+#include <vector>
+
+#include "fmsim/collectives/algorithm.hpp"
+#include "fmsim/engine/network_sim.hpp"
+
+namespace fmsim::collectives {
+
+struct NodePlatform {
+  engine::SimPlatform platform;
+  std::vector<std::vector<int>> island_hosts;  ///< host index of island_nodes[i][k]
+};
+
+/// Node-level platform with routes for every pair of nodes the pattern uses.
+NodePlatform build_node_platform(const CommLayout& layout, const std::vector<NetPattern>& patterns);
+
+/// Flows of `pattern` carrying `bytes_per_island` out of every island, split over its nodes.
+std::vector<engine::SimFlow> pattern_flows(const NodePlatform& platform, const CommLayout& layout,
+                                           NetPattern pattern, double bytes_per_island);
+
+/// GPU-level platform (host = rank) with routes for every pair the programs use.
+engine::SimPlatform build_gpu_platform(const CommLayout& layout, const std::vector<engine::SimProgram>& programs);
+
+}  // namespace fmsim::collectives

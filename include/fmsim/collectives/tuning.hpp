@@ -1,0 +1,63 @@
+#pragma once
+// Model constants of the collectives part, in one place. Each cites where it comes from; docs/model.md
+// explains how they combine. Latency tables are NCCL's own tuning tables (NCCL-NOTES.md section 2, NVIDIA/nccl
+// src/graph/tuning.cc, v2.30.7); efficiencies come from the calibration cases named beside them.
+#include "fmsim/collectives/collective.hpp"
+
+namespace fmsim::collectives::tuning {
+
+/// Achieved fraction of NVLink line rate (per direction) for copy-style traffic (ring, chain, p2p):
+/// ~370 GB/s busbw of 450 GB/s on 8x H100 (calibration coll-h100-8gpu-ring-vs-nvls-nccl-maintainer,
+/// coll-h100-8gpu-nvls-gpu-count-sweep ring rows).
+inline constexpr double kNvlinkCopyEfficiency = 370.0 / 450.0;
+
+/// Achieved fraction of NVLink line rate for NVLS (multimem) traffic, whose busiest GPU moves
+/// S (1 + 1/g) bytes: algbw 273 GB/s at g = 8 gives 273 x 1.125 / 450 (calibration
+/// coll-h100-8gpu-nvls-gpu-count-sweep); the same constant predicts the g = 5, 6, 7 rows within 1 %.
+inline constexpr double kNvlsEfficiency = 273.0 * 1.125 / 450.0;
+
+/// Achieved fraction of EFA/InfiniBand line rate for NCCL Simple traffic: 2-node p5 all_gather reaches
+/// 328-334 GB/s busbw of 400 GB/s (calibration coll-aws-p5-allgather-2nodes, 2 GiB), and the same
+/// factor puts 2-node alltoall at 78 GB/s busbw against 79 measured (coll-aws-p5-alltoall-2nodes).
+inline constexpr double kNetworkEfficiency = 0.82;
+
+/// Bandwidth factors of the protocols relative to Simple (NCCL tuning.cc: LL moves 4 B of data per
+/// 8 B line, LL128 120 B per 128 B line and NCCL applies 0.92 to ring LL128).
+inline constexpr double kLlBandwidthFactor = 0.5;
+inline constexpr double kLl128BandwidthFactor = 0.92;
+
+/// NCCL llMaxBws (GB/s of busbw) that cap LL: single node by GPU generation (Hopper 141, Blackwell
+/// 282); several nodes by host CPU vendor and node count (Intel 39.0 / 20.4, AMD 22.5 / 19.0 for
+/// 2 / >= 4 nodes). NCCL-NOTES.md section 2.
+double ll_max_busbw_Bps(int sm_version, bool amd_host, int islands);
+
+/// NCCL baseLat (us), per algorithm and protocol: Ring/Tree 6.6-6.8 LL, 14.0 LL128, 8.4 Simple.
+double base_latency_s(Algorithm algorithm, Protocol protocol);
+
+/// NCCL hwLat over NVLink (us) per step.
+double nvlink_step_latency_s(Algorithm algorithm, Protocol protocol);
+
+/// NCCL hwLat over the network (us) per step, to which the network's message latency is added
+/// (twice for Simple, as NCCL adds latencyInter twice).
+double network_step_latency_s(Algorithm algorithm, Protocol protocol, double message_latency_s);
+
+/// NCCL netOverhead on multi-node rings: 1 us Intel, 2 us AMD, x3 for Simple.
+double ring_net_overhead_s(bool amd_host, Protocol protocol);
+
+/// Ring Simple all_reduce on more than one node: NCCL multiplies its latency by 1.4 (SM80+).
+inline constexpr double kRingSimpleMultiNodeLatencyFactor = 1.4;
+
+/// Pipelining of tree-like algorithms: chunks of 512 KiB (aws-ofi-nccl sets NCCL_NVLSTREE_MAX_CHUNKSIZE
+/// and NCCL_P2P_NET_CHUNKSIZE to 524288 on p5) over 16 channels (NCCL NVLS channels on SM90).
+inline constexpr double kPipelineChunkBytes = 524288.0;
+inline constexpr int kChannels = 16;
+
+/// Per-peer cost of an alltoall message on the network (proxy progress, RDMA-write handshake for
+/// messages above the 8 KiB eager limit, aws-ofi-nccl doc): an estimate, not fitted to a measurement
+/// (none beyond 2 nodes in the calibration set); see docs/validation.md.
+inline constexpr double kAlltoallPerPeerOverhead_s = 2.0e-6;
+
+/// NCCL_STEPS: slots per channel connection, i.e. how many steps a sender may run ahead of its receiver.
+inline constexpr int kSendWindowSteps = 8;
+
+}  // namespace fmsim::collectives::tuning

@@ -1,0 +1,63 @@
+#include "fmsim/collectives/layout.hpp"
+
+#include <map>
+#include <set>
+
+#include "fmsim/common/error.hpp"
+
+namespace fmsim::collectives {
+
+int CommLayout::island_of_rank(int rank) const {
+  return cluster->domain_of_node(cluster->node_of_gpu(rank_gpu[rank]));
+}
+
+CommLayout make_layout(const topology::ClusterGraph& cluster, std::vector<int> rank_gpu) {
+  CommLayout layout;
+  layout.cluster = &cluster;
+  layout.rank_gpu = std::move(rank_gpu);
+  layout.ranks = static_cast<int>(layout.rank_gpu.size());
+  if (layout.ranks < 1) throw InputError("a communicator needs at least one rank");
+  std::set<int> distinct(layout.rank_gpu.begin(), layout.rank_gpu.end());
+  if (static_cast<int>(distinct.size()) != layout.ranks) throw InternalError("placement repeated a GPU");
+
+  std::map<int, int> island_index;  // domain -> position in island_ranks
+  for (int rank = 0; rank < layout.ranks; ++rank) {
+    int node = cluster.node_of_gpu(layout.rank_gpu[rank]);
+    int domain = cluster.domain_of_node(node);
+    auto [it, inserted] = island_index.emplace(domain, static_cast<int>(layout.island_ranks.size()));
+    if (inserted) {
+      layout.island_ranks.emplace_back();
+      layout.island_nodes.emplace_back();
+    }
+    layout.island_ranks[it->second].push_back(rank);
+    auto& nodes = layout.island_nodes[it->second];
+    if (nodes.empty() || nodes.back() != node) {
+      bool seen = false;
+      for (int known : nodes) seen = seen || known == node;
+      if (!seen) nodes.push_back(node);
+    }
+  }
+  layout.islands = static_cast<int>(layout.island_ranks.size());
+  layout.ranks_per_island = static_cast<int>(layout.island_ranks.front().size());
+  layout.nodes_per_island = static_cast<int>(layout.island_nodes.front().size());
+  for (int island = 0; island < layout.islands; ++island) {
+    if (static_cast<int>(layout.island_ranks[island].size()) != layout.ranks_per_island ||
+        static_cast<int>(layout.island_nodes[island].size()) != layout.nodes_per_island) {
+      throw InputError("the ranks are spread unevenly over NVLink domains (" +
+                       std::to_string(layout.island_ranks[island].size()) + " vs " +
+                       std::to_string(layout.ranks_per_island) +
+                       " ranks); use a GPU count that fills whole domains or fits in one");
+    }
+  }
+  const auto& spec = cluster.spec;
+  layout.nvlink_Bps = spec.gpu.nvlink_bandwidth_per_direction_Bps;
+  layout.rail_Bps = spec.rail_bandwidth_Bps();
+  layout.net_message_latency_s = spec.fabric.message_latency_s;
+  layout.net_switch_latency_s = spec.fabric.switch_latency_s;
+  layout.nvlink_sharp = spec.gpu.nvlink_sharp;
+  layout.sm_version = spec.gpu.sm_version;
+  layout.amd_host = spec.instance.host_cpu == "amd";
+  return layout;
+}
+
+}  // namespace fmsim::collectives
