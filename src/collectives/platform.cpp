@@ -70,14 +70,38 @@ NodePlatform build_node_platform(const CommLayout& layout, const std::vector<Net
     platform.routes.push_back(std::move(r));
   };
   const int islands = layout.islands;
+  out.node_group = group;
   for (NetPattern pattern : patterns) {
-    for (int i = 0; i < islands; ++i) {
-      for (int k = 0; k < layout.nodes_per_island; ++k) {
-        if (pattern == NetPattern::ring_next && islands > 1) {
+    if (pattern == NetPattern::ring_next && islands > 1) {
+      for (int i = 0; i < islands; ++i) {
+        for (int k = 0; k < layout.nodes_per_island; ++k) {
           route(out.island_hosts[i][k], out.island_hosts[(i + 1) % islands][k]);
-        } else if (pattern == NetPattern::all_pairs) {
-          for (int j = 0; j < islands; ++j) {
-            if (j != i) route(out.island_hosts[i][k], out.island_hosts[j][k]);
+        }
+      }
+    }
+    if (pattern == NetPattern::all_pairs && out.group_source_host.empty()) {
+      const int groups = cluster.leaf_groups();
+      std::vector<double> group_Bps(groups, 0.0);
+      for (int g : group) group_Bps[g] += node_Bps;
+      out.group_source_host.assign(groups, -1);
+      out.group_sink_host.assign(groups, -1);
+      for (int g = 0; g < groups; ++g) {
+        if (group_Bps[g] == 0) continue;
+        out.group_source_host[g] = static_cast<int>(platform.hosts.size());
+        platform.hosts.push_back("group" + std::to_string(g) + "-source");
+        up.push_back(add_link(platform, "group" + std::to_string(g) + "-nics-up", group_Bps[g]));
+        down.push_back(-1);
+        out.group_sink_host[g] = static_cast<int>(platform.hosts.size());
+        platform.hosts.push_back("group" + std::to_string(g) + "-sink");
+        up.push_back(-1);
+        down.push_back(add_link(platform, "group" + std::to_string(g) + "-nics-down", group_Bps[g]));
+        group.push_back(g);
+        group.push_back(g);
+      }
+      for (int a = 0; a < groups; ++a) {
+        for (int b = 0; b < groups; ++b) {
+          if (out.group_source_host[a] >= 0 && out.group_sink_host[b] >= 0) {
+            route(out.group_source_host[a], out.group_sink_host[b]);
           }
         }
       }
@@ -92,16 +116,39 @@ std::vector<engine::SimFlow> pattern_flows(const NodePlatform& platform, const C
   const int islands = layout.islands, per_island = layout.nodes_per_island;
   if (islands < 2 || pattern == NetPattern::none) return flows;
   const double per_node = bytes_per_island / per_island;
-  for (int i = 0; i < islands; ++i) {
-    for (int k = 0; k < per_island; ++k) {
-      int src = platform.island_hosts[i][k];
-      if (pattern == NetPattern::ring_next) {
-        flows.push_back({src, platform.island_hosts[(i + 1) % islands][k], per_node});
-      } else {
-        for (int j = 0; j < islands; ++j) {
-          if (j != i) flows.push_back({src, platform.island_hosts[j][k], per_node / (islands - 1)});
-        }
+  if (pattern == NetPattern::ring_next) {
+    for (int i = 0; i < islands; ++i) {
+      for (int k = 0; k < per_island; ++k) {
+        flows.push_back({platform.island_hosts[i][k], platform.island_hosts[(i + 1) % islands][k], per_node});
       }
+    }
+    return flows;
+  }
+  // All pairs: node k of island i sends per_node / (I - 1) to node k of every other island. Count
+  // how many islands of each group every group's nodes send to, then emit one flow per group pair.
+  const int groups = static_cast<int>(platform.group_source_host.size());
+  std::vector<double> islands_in_group(groups, 0.0);
+  std::vector<std::vector<int>> group_of(islands, std::vector<int>(per_island));
+  for (int i = 0; i < islands; ++i) {
+    for (int k = 0; k < per_island; ++k) group_of[i][k] = platform.node_group[platform.island_hosts[i][k]];
+  }
+  std::vector<double> bytes(static_cast<std::size_t>(groups) * groups, 0.0);
+  const double share = per_node / (islands - 1);
+  for (int k = 0; k < per_island; ++k) {
+    std::vector<double> receivers(groups, 0.0);  // islands whose node k sits in each group
+    for (int i = 0; i < islands; ++i) receivers[group_of[i][k]] += 1.0;
+    for (int i = 0; i < islands; ++i) {
+      int a = group_of[i][k];
+      for (int b = 0; b < groups; ++b) {
+        double count = receivers[b] - (b == a ? 1.0 : 0.0);  // never to itself
+        bytes[static_cast<std::size_t>(a) * groups + b] += share * count;
+      }
+    }
+  }
+  for (int a = 0; a < groups; ++a) {
+    for (int b = 0; b < groups; ++b) {
+      double amount = bytes[static_cast<std::size_t>(a) * groups + b];
+      if (amount > 0) flows.push_back({platform.group_source_host[a], platform.group_sink_host[b], amount});
     }
   }
   return flows;

@@ -144,6 +144,104 @@ def unwritable_output_is_a_clear_error():
     assert "/nonexistent-dir/x.json" in proc.stderr
 
 
+def collective(*args):
+    proc = run("collective", *args, "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@test
+def collective_table_mirrors_nccl_tests():
+    proc = run("collective", os.path.join(TOPO, "p5-2node.json"), "--op", "all_reduce", "-b", "8", "-e", "16G", "-f", "2")
+    assert proc.returncode == 0, proc.stderr
+    lines = [l for l in proc.stdout.splitlines() if l.strip()]
+    header = [l for l in lines if l.startswith("#") and "size" in l][0]
+    for column in ("size", "count", "type", "redop", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "algorithm"):
+        assert column in header, column
+    rows = [l.split() for l in lines if not l.startswith("#")]
+    assert len(rows) == 32, len(rows)  # 8 B .. 16 GiB by 2
+    assert rows[0][0] == "8" and rows[-1][0] == "17179869184"
+    for row in rows:
+        size, time_us, algbw, busbw = float(row[0]), float(row[4]), float(row[5]), float(row[6])
+        assert abs(busbw - algbw * 2 * 15 / 16) <= 0.011 + 1e-3 * busbw, row
+        assert abs(algbw - size / time_us / 1e3) <= 0.006 + 1e-3 * algbw, row
+
+
+@test
+def p5_two_node_all_reduce_is_within_10_percent_of_measured_at_large_sizes():
+    # calibration coll-aws-p5-2node-allreduce-8B-16GB (out-of-place busbw, GB/s)
+    measured = {4294967296: 465.87, 8589934592: 479.28, 17179869184: 487.09}
+    data = collective(os.path.join(TOPO, "p5-2node.json"), "--op", "all_reduce", "-b", "4G", "-e", "16G", "-f", "2")
+    for row in data["rows"]:
+        m = measured[int(row["size_bytes"])]
+        assert abs(row["busbw_GBps"] - m) / m <= 0.10, (row["size_bytes"], row["busbw_GBps"], m)
+
+
+@test
+def fast_mode_is_within_2_percent_of_full():
+    cases = [("p5-16node.json", "all_reduce", "ring", "16"), ("p5-16node.json", "all_reduce", "ring", "64"),
+             ("p5-16node.json", "all_gather", "ring", "32"), ("p5-16node.json", "reduce_scatter", "ring", "32"),
+             ("p5-16node.json", "all_reduce", "hierarchical", "32"), ("p5-16node.json", "alltoall", "pairwise", "32"),
+             ("p5-2node.json", "sendrecv", "pairwise", "16"), ("p5-2node.json", "all_reduce", "ring", "8")]
+    for cluster, op, algo, gpus in cases:
+        args = [os.path.join(TOPO, cluster), "--op", op, "--algo", algo, "--proto", "Simple", "--gpus", gpus,
+                "-b", "64K", "-e", "1G", "-f", "16"]
+        fast = collective(*args)["rows"]
+        full = collective(*args, "--fidelity", "full")["rows"]
+        assert len(fast) == len(full) > 0
+        for a, b in zip(fast, full):
+            assert abs(a["time_s"] - b["time_s"]) / b["time_s"] <= 0.02, (cluster, op, algo, gpus, a, b)
+
+
+@test
+def leaf_oversubscription_2_to_1_halves_cross_leaf_alltoall_bandwidth():
+    with tempfile.TemporaryDirectory() as d:
+        busbw = {}
+        for ratio in (1, 2):
+            # One node per leaf: every byte between the two nodes crosses the leaf uplinks.
+            c = write(d, f"c{ratio}.json", '{"instance_type": "p5.48xlarge", "nodes": 2, "fabric": '
+                      '{"topology": "fat-tree", "nodes_per_leaf": 1, "oversubscription": %d}}' % ratio)
+            busbw[ratio] = collective(c, "--op", "alltoall", "-b", "16G", "-e", "16G")["rows"][0]["busbw_GBps"]
+        assert abs(busbw[2] / busbw[1] - 0.5) <= 0.01, busbw
+
+
+@test
+def more_network_bandwidth_or_less_latency_is_never_slower():
+    with tempfile.TemporaryDirectory() as d:
+        slow = write(d, "slow.json", '{"instance_type": "p5e.48xlarge", "nodes": 4}')   # EFAv2
+        fast = write(d, "fast.json", '{"instance_type": "p5en.48xlarge", "nodes": 4}')  # EFAv3, same GPU and bandwidth
+        for op in ("all_reduce", "all_gather", "alltoall", "broadcast"):
+            a = collective(slow, "--op", op, "-b", "1K", "-e", "4G", "-f", "8")["rows"]
+            b = collective(fast, "--op", op, "-b", "1K", "-e", "4G", "-f", "8")["rows"]
+            for x, y in zip(a, b):
+                assert y["time_s"] <= x["time_s"] * (1 + 1e-9), (op, x, y)
+
+
+@test
+def gb200_ultraservers_use_nvlink_inside_and_efa_between():
+    c = os.path.join(TOPO, "p6e-gb200-4x72.json")
+    inside = collective(c, "--op", "all_reduce", "--gpus", "72", "-b", "8G", "-e", "8G")["rows"][0]
+    across = collective(c, "--op", "all_reduce", "-b", "8G", "-e", "8G")["rows"][0]
+    assert inside["algorithm"] == "nvls"
+    assert inside["busbw_GBps"] > across["busbw_GBps"]
+
+
+@test
+def collective_bad_input_exits_2_with_one_line():
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "out.json")
+        p5 = os.path.join(TOPO, "p5-2node.json")
+        expect_bad_input(["collective", p5, "--op", "allreduce", "--json", out], ["unknown collective operation 'allreduce'", "all_reduce"], out)
+        expect_bad_input(["collective", p5, "--algo", "butterfly", "--json", out], ["unknown algorithm 'butterfly'"], out)
+        expect_bad_input(["collective", p5, "-b", "1G", "-e", "1M", "--json", out], ["-e", "below"], out)
+        expect_bad_input(["collective", p5, "-b", "1.5G", "--json", out], ["-b", "1.5G"], out)
+        expect_bad_input(["collective", p5, "--gpus", "64", "--json", out], ["--gpus 64", "only 16 GPUs"], out)
+        expect_bad_input(["collective", os.path.join(TOPO, "p4de-2node.json"), "--gpus", "8", "--algo", "nvls", "--json", out],
+                         ["nvls", "NVLink SHARP"], out)
+        expect_bad_input(["collective", p5, "--algo", "nvls_tree", "--fidelity", "full", "--json", out], ["--fidelity full"], out)
+        expect_bad_input(["collective", p5, "--gpus", "12", "--json", out], ["unevenly"], out)
+
+
 for fn in TESTS:
     try:
         fn()

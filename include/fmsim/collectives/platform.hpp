@@ -16,6 +16,10 @@ namespace fmsim::collectives {
 struct NodePlatform {
   engine::SimPlatform platform;
   std::vector<std::vector<int>> island_hosts;  ///< host index of island_nodes[i][k]
+  /// All-pairs traffic is uniform, so every node link of a leaf group carries the same load: it is
+  /// simulated between leaf groups, each a source and a sink host whose link is its nodes' together.
+  std::vector<int> group_source_host, group_sink_host;  ///< by leaf group, -1 where unused
+  std::vector<int> node_group;                          ///< leaf group of island_nodes[i][k], by host
 };
 
 /// Node-level platform with routes for every pair of nodes the pattern uses.

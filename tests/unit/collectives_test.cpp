@@ -1,0 +1,113 @@
+#include <catch2/catch.hpp>
+
+#include "fmsim/collectives/benchmark.hpp"
+#include "fmsim/collectives/tuning.hpp"
+#include "fmsim/common/error.hpp"
+#include "fmsim/topology/placement.hpp"
+#include "test_support.hpp"
+
+using namespace fmsim::collectives;
+using fmsim::topology::PlacementPolicy;
+using Catch::Matchers::Contains;
+
+namespace {
+
+CommLayout layout_of(const fmsim::topology::ClusterGraph& cluster, int gpus) {
+  return make_layout(cluster, fmsim::topology::place_ranks(cluster, gpus, PlacementPolicy::packed));
+}
+
+BenchmarkResult sweep(const CommLayout& layout, Op op, std::optional<Algorithm> algorithm = std::nullopt,
+                      std::optional<Protocol> protocol = std::nullopt) {
+  BenchmarkRequest request;
+  request.op = op;
+  request.algorithm = algorithm;
+  request.protocol = protocol;
+  request.sizes_bytes = size_sweep(1024, 16.0 * 1024 * 1024 * 1024, 4);
+  return run_benchmark(layout, request);
+}
+
+}  // namespace
+
+TEST_CASE("nccl-tests bus bandwidth factors", "[collectives]") {
+  CHECK(busbw_factor(Op::all_reduce, 16) == Approx(2.0 * 15 / 16));
+  CHECK(busbw_factor(Op::all_gather, 8) == Approx(7.0 / 8));
+  CHECK(busbw_factor(Op::alltoall, 8) == Approx(7.0 / 8));
+  CHECK(busbw_factor(Op::broadcast, 8) == 1.0);
+}
+
+TEST_CASE("size sweeps follow nccl-tests and reject bad ranges", "[collectives]") {
+  auto sizes = size_sweep(8, 64, 2);
+  CHECK(sizes == std::vector<double>{8, 16, 32, 64});
+  CHECK_THROWS_AS(size_sweep(64, 8, 2), fmsim::InputError);
+  CHECK_THROWS_AS(size_sweep(8, 64, 1), fmsim::InputError);
+}
+
+TEST_CASE("a layout groups ranks by NVLink domain", "[collectives]") {
+  auto gb200 = fmsim::test::shipped_cluster("p6e-gb200-4x72.json");
+  auto layout = layout_of(gb200, 288);
+  CHECK(layout.islands == 4);
+  CHECK(layout.ranks_per_island == 72);
+  CHECK(layout.nodes_per_island == 18);
+  auto p5 = fmsim::test::shipped_cluster("p5-16node.json");
+  CHECK(layout_of(p5, 16).islands == 2);
+  // 12 GPUs would put 8 in one domain and 4 in the next.
+  CHECK_THROWS_WITH(layout_of(p5, 12), Contains("unevenly"));
+}
+
+TEST_CASE("ring traffic per rank is the textbook volume", "[collectives]") {
+  auto p5 = fmsim::test::shipped_cluster("p5-16node.json");
+  auto layout = layout_of(p5, 64);
+  const auto& ring = algorithm_model(Algorithm::ring);
+  CHECK(ring.shape(Op::all_reduce, layout).nvlink_bytes_per_rank == Approx(2.0 * 63 / 64));
+  CHECK(ring.shape(Op::all_gather, layout).net_bytes_per_island == Approx(63.0 / 64));
+  // Pairwise alltoall: each island sends everything not addressed to itself.
+  const auto& pairwise = algorithm_model(Algorithm::pairwise);
+  CHECK(pairwise.shape(Op::alltoall, layout).net_bytes_per_island == Approx(8.0 * 56 / 64));
+}
+
+TEST_CASE("hardware limits become clear errors", "[collectives]") {
+  auto a100 = fmsim::test::shipped_cluster("p4de-2node.json");
+  auto single = layout_of(a100, 8);
+  CHECK_THROWS_WITH(sweep(single, Op::all_reduce, Algorithm::nvls), Contains("NVLink SHARP"));
+  auto p5 = fmsim::test::shipped_cluster("p5-2node.json");
+  CHECK_THROWS_WITH(sweep(layout_of(p5, 16), Op::alltoall, Algorithm::ring), Contains("ring does not implement alltoall"));
+  CHECK_THROWS_WITH(sweep(layout_of(p5, 8), Op::all_reduce, Algorithm::tree), Contains("more than one NVLink domain"));
+}
+
+TEST_CASE("time grows with size and busbw stays under the bottleneck", "[collectives]") {
+  auto p5 = fmsim::test::shipped_cluster("p5-2node.json");
+  auto two_nodes = layout_of(p5, 16);
+  auto one_node = layout_of(p5, 8);
+  for (Op op : {Op::all_reduce, Op::all_gather, Op::reduce_scatter, Op::alltoall, Op::broadcast, Op::sendrecv}) {
+    for (const auto* layout : {&two_nodes, &one_node}) {
+      INFO(to_string(op) << " on " << layout->ranks << " GPUs");
+      auto result = sweep(*layout, op);
+      for (std::size_t i = 1; i < result.rows.size(); ++i) CHECK(result.rows[i].time_s >= result.rows[i - 1].time_s);
+      for (const auto& row : result.rows) CHECK(row.time_s > 0);
+    }
+  }
+  // A ring's busbw is bounded by its slowest hop: 400 GB/s of EFA per node, 450 GB/s of NVLink per GPU.
+  for (const auto& row : sweep(two_nodes, Op::all_reduce, Algorithm::ring).rows) CHECK(row.busbw_GBps <= 400.0);
+  for (const auto& row : sweep(one_node, Op::all_gather, Algorithm::ring).rows) CHECK(row.busbw_GBps <= 450.0);
+  // NVLS reduces in the switch: its all_reduce busbw may pass the NVLink rate, never 2x it.
+  for (const auto& row : sweep(one_node, Op::all_reduce, Algorithm::nvls).rows) CHECK(row.busbw_GBps <= 900.0);
+}
+
+TEST_CASE("large ring all_reduce reaches the calibrated bottleneck", "[collectives]") {
+  auto p5 = fmsim::test::shipped_cluster("p5-2node.json");
+  auto rows = sweep(layout_of(p5, 16), Op::all_reduce, Algorithm::ring, Protocol::simple).rows;
+  // 16 GiB: latency is negligible, so busbw = the EFA share NCCL achieves, 0.82 x 400 GB/s.
+  CHECK(rows.back().busbw_GBps == Approx(fmsim::collectives::tuning::kNetworkEfficiency * 400.0).epsilon(0.01));
+}
+
+TEST_CASE("the tuner picks NVLS only where it pays, as measured", "[collectives]") {
+  // calibration coll-h100-8gpu-nvls-gpu-count-sweep: NVLS helps from 5 GPUs up, not at 2-4.
+  auto p5 = fmsim::test::shipped_cluster("p5-2node.json");
+  for (int gpus : {2, 3, 4, 5, 6, 7, 8}) {
+    BenchmarkRequest request;
+    request.sizes_bytes = {4294967296.0};
+    auto row = run_benchmark(layout_of(p5, gpus), request).rows.at(0);
+    INFO(gpus << " GPUs: " << to_string(row.algorithm));
+    CHECK((row.algorithm == Algorithm::nvls) == (gpus >= 5));
+  }
+}
