@@ -10,4 +10,10 @@ echo
 echo "== fmsim topo topologies/p5-16node.json"
 "$fmsim" topo topologies/p5-16node.json
 echo
+echo "== fmsim collective topologies/p5-2node.json --op all_reduce -b 8 -e 16G -f 4"
+"$fmsim" collective topologies/p5-2node.json --op all_reduce -b 8 -e 16G -f 4
+echo
+echo "== fmsim collective topologies/p6e-gb200-4x72.json --op alltoall -b 1M -e 4G -f 8"
+"$fmsim" collective topologies/p6e-gb200-4x72.json --op alltoall -b 1M -e 4G -f 8
+echo
 echo "(JSON and DOT written to $out)"
