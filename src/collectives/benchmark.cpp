@@ -43,7 +43,7 @@ std::vector<Candidate> candidates(const CommLayout& layout, const BenchmarkReque
       if (request.algorithm) throw InputError("--algo " + to_string(model->id()) + ": " + *why);
       continue;
     }
-    if (request.fidelity == Fidelity::full && !model->full_program(request.op, layout, kReferenceBytes)) {
+    if (request.fidelity == Fidelity::full && !model->simulates_full(request.op)) {
       if (request.algorithm) {
         throw InputError("--fidelity full does not simulate " + to_string(model->id()) + " message by message "
                          "(it does ring, hierarchical and pairwise)");

@@ -1,5 +1,7 @@
 #include "fmsim/topology/cluster_spec.hpp"
 
+#include <algorithm>
+
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
 #include "fmsim/config/object_reader.hpp"
@@ -37,10 +39,9 @@ void read_machines(ObjectReader& root, const hardware::Catalog& catalog, Cluster
     spec.nodes = static_cast<int>(root.required_int("nodes", 1));
   } else {
     std::string type = root.required_string("ultraserver_type");
-    if (!catalog.ultraserver_names().empty()) {
-      bool found = false;
-      for (const auto& name : catalog.ultraserver_names()) found = found || name == type;
-      if (!found) root.fail("ultraserver_type", "a known UltraServer type: " + list(catalog.ultraserver_names()));
+    const auto known = catalog.ultraserver_names();
+    if (std::find(known.begin(), known.end(), type) == known.end()) {
+      root.fail("ultraserver_type", "a known UltraServer type: " + list(known));
     }
     spec.ultraserver = catalog.ultraserver(type);
     spec.instance = catalog.instance(spec.ultraserver->instance);

@@ -39,6 +39,11 @@ class AlgorithmModel {
   virtual std::vector<Protocol> protocols() const = 0;
   virtual TrafficShape shape(Op op, const CommLayout& layout) const = 0;
   virtual double latency_s(Op op, const CommLayout& layout, Protocol protocol) const = 0;
+  /// Whether full_program() implements `op` (cheap; full_program itself builds every message).
+  virtual bool simulates_full(Op op) const {
+    (void)op;
+    return false;
+  }
   /// The referee: every step of every rank as a message. Returns nullopt if not implemented.
   virtual std::optional<engine::SimProgram> full_program(Op op, const CommLayout& layout, double bytes) const {
     (void)op, (void)layout, (void)bytes;

@@ -57,6 +57,11 @@ class Hierarchical final : public AlgorithmModel {
            reductions * ((layout.ranks_per_island - 1) * intra + (layout.islands - 1) * net);
   }
 
+  bool simulates_full(Op op) const override {
+    (void)op;
+    return true;
+  }
+
   std::optional<engine::SimProgram> full_program(Op op, const CommLayout& layout, double bytes) const override {
     const int g = layout.ranks_per_island, islands = layout.islands;
     engine::SimProgram program;

@@ -48,6 +48,11 @@ class Pairwise final : public AlgorithmModel {
     return tuning::base_latency_s(id(), protocol) + hop + peers * tuning::kAlltoallPerPeerOverhead_s;
   }
 
+  bool simulates_full(Op op) const override {
+    (void)op;
+    return true;
+  }
+
   std::optional<engine::SimProgram> full_program(Op op, const CommLayout& layout, double bytes) const override {
     const int p = layout.ranks;
     engine::SimProgram program;

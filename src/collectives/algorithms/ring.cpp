@@ -63,6 +63,10 @@ class Ring final : public AlgorithmModel {
     return latency;
   }
 
+  bool simulates_full(Op op) const override {
+    return op == Op::all_reduce || op == Op::all_gather || op == Op::reduce_scatter;
+  }
+
   std::optional<engine::SimProgram> full_program(Op op, const CommLayout& layout, double bytes) const override {
     if (op != Op::all_reduce && op != Op::all_gather && op != Op::reduce_scatter) return std::nullopt;
     const int p = layout.ranks, g = layout.ranks_per_island;
