@@ -94,21 +94,22 @@ Estimate estimate(const Candidate& candidate, Op op, const CommLayout& layout, d
 std::map<Algorithm, double> simulate_network_shapes(const CommLayout& layout, Op op,
                                                     const std::vector<Candidate>& list, BenchmarkResult& result) {
   std::map<Algorithm, double> seconds_per_byte;
-  std::vector<const AlgorithmModel*> with_network;
+  std::vector<std::pair<const AlgorithmModel*, TrafficShape>> with_network;  // each model once
   std::vector<NetPattern> patterns;
   for (const auto& candidate : list) {
     seconds_per_byte[candidate.model->id()] = 0.0;
     TrafficShape shape = candidate.model->shape(op, layout);
     if (shape.pattern == NetPattern::none || shape.net_bytes_per_island <= 0) continue;
-    if (std::find(with_network.begin(), with_network.end(), candidate.model) != with_network.end()) continue;
-    with_network.push_back(candidate.model);
+    bool known = false;
+    for (const auto& entry : with_network) known = known || entry.first == candidate.model;
+    if (known) continue;
+    with_network.emplace_back(candidate.model, shape);
     patterns.push_back(shape.pattern);
   }
   if (with_network.empty()) return seconds_per_byte;
   NodePlatform platform = build_node_platform(layout, patterns);
   std::vector<engine::SimJob> jobs;
-  for (const auto* model : with_network) {
-    TrafficShape shape = model->shape(op, layout);
+  for (const auto& [model, shape] : with_network) {
     engine::SimJob job;
     job.flows = pattern_flows(platform, layout, shape.pattern, shape.net_bytes_per_island * kReferenceBytes);
     jobs.push_back(std::move(job));
@@ -116,7 +117,7 @@ std::map<Algorithm, double> simulate_network_shapes(const CommLayout& layout, Op
   spdlog::info("simulating {} network traffic shape(s) on {} nodes", jobs.size(), platform.platform.hosts.size());
   engine::SimStats stats = engine::simulate_in_child(platform.platform, jobs);
   for (std::size_t i = 0; i < with_network.size(); ++i) {
-    seconds_per_byte[with_network[i]->id()] = stats.durations_s[i] / kReferenceBytes / tuning::kNetworkEfficiency;
+    seconds_per_byte[with_network[i].first->id()] = stats.durations_s[i] / kReferenceBytes / tuning::kNetworkEfficiency;
   }
   result.simulated_messages += stats.messages;
   result.simulated_bytes_sent += stats.bytes_sent;

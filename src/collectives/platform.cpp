@@ -127,7 +127,6 @@ std::vector<engine::SimFlow> pattern_flows(const NodePlatform& platform, const C
   // All pairs: node k of island i sends per_node / (I - 1) to node k of every other island. Count
   // how many islands of each group every group's nodes send to, then emit one flow per group pair.
   const int groups = static_cast<int>(platform.group_source_host.size());
-  std::vector<double> islands_in_group(groups, 0.0);
   std::vector<std::vector<int>> group_of(islands, std::vector<int>(per_island));
   for (int i = 0; i < islands; ++i) {
     for (int k = 0; k < per_island; ++k) group_of[i][k] = platform.node_group[platform.island_hosts[i][k]];
