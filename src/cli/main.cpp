@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   fmsim::cli::Action action;
   fmsim::cli::register_topo(app, globals, action);
   fmsim::cli::register_collective(app, globals, action);
+  fmsim::cli::register_run(app, globals, action);
+  fmsim::cli::register_trace(app, globals, action);
 
   try {
     app.parse(argc, argv);

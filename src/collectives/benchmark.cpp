@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "fmsim/collectives/cost.hpp"
 #include "fmsim/collectives/platform.hpp"
 #include "fmsim/collectives/tuning.hpp"
 #include "fmsim/common/error.hpp"
@@ -20,75 +21,6 @@ namespace {
 
 constexpr double kReferenceBytes = 1073741824.0;  // 1 GiB: large enough that integer rounding vanishes
 constexpr double kFloatBytes = 4.0;
-
-double protocol_factor(Protocol protocol) {
-  switch (protocol) {
-    case Protocol::ll: return tuning::kLlBandwidthFactor;
-    case Protocol::ll128: return tuning::kLl128BandwidthFactor;
-    case Protocol::simple: return 1.0;
-  }
-  return 1.0;
-}
-
-struct Candidate {
-  const AlgorithmModel* model;
-  Protocol protocol;
-};
-
-std::vector<Candidate> candidates(const CommLayout& layout, const BenchmarkRequest& request) {
-  std::vector<Candidate> out;
-  for (const auto& model : algorithm_registry()) {
-    if (request.algorithm && model->id() != *request.algorithm) continue;
-    if (auto why = model->unsupported(request.op, layout)) {
-      if (request.algorithm) throw InputError("--algo " + to_string(model->id()) + ": " + *why);
-      continue;
-    }
-    if (request.fidelity == Fidelity::full && !model->simulates_full(request.op)) {
-      if (request.algorithm) {
-        throw InputError("--fidelity full does not simulate " + to_string(model->id()) + " message by message "
-                         "(it does ring, hierarchical and pairwise)");
-      }
-      continue;
-    }
-    for (Protocol protocol : model->protocols()) {
-      if (request.fidelity == Fidelity::full && protocol != Protocol::simple) continue;
-      if (request.protocol && protocol != *request.protocol) continue;
-      out.push_back({model.get(), protocol});
-    }
-  }
-  if (out.empty()) {
-    throw InputError("no algorithm" + std::string(request.protocol ? " with protocol " + to_string(*request.protocol) : "") +
-                     " can run " + to_string(request.op) + " on " + std::to_string(layout.ranks) + " GPUs" +
-                     (request.fidelity == Fidelity::full ? " at full fidelity (Simple protocol only)" : ""));
-  }
-  return out;
-}
-
-/// Bandwidth time and fill of one candidate at one size, from the network seconds per byte.
-struct Estimate {
-  double time_s = 0, latency_s = 0;
-};
-
-Estimate estimate(const Candidate& candidate, Op op, const CommLayout& layout, double bytes,
-                  double net_seconds_per_byte) {
-  const TrafficShape shape = candidate.model->shape(op, layout);
-  const double nvlink_Bps =
-      layout.nvlink_Bps * (shape.nvlink_is_nvls ? tuning::kNvlsEfficiency : tuning::kNvlinkCopyEfficiency);
-  const double nvlink_s = shape.nvlink_bytes_per_rank * bytes / nvlink_Bps;
-  const double net_s = net_seconds_per_byte * bytes;
-  double bandwidth_s = shape.phases_add ? nvlink_s + net_s : std::max(nvlink_s, net_s);
-  bandwidth_s /= protocol_factor(candidate.protocol);
-  if (candidate.protocol == Protocol::ll) {
-    double ll_cap = tuning::ll_max_busbw_Bps(layout.sm_version, layout.amd_host, layout.islands);
-    bandwidth_s = std::max(bandwidth_s, bytes * busbw_factor(op, layout.ranks) / ll_cap);
-  }
-  const double pipelined = std::min(bytes, tuning::kChannels * tuning::kPipelineChunkBytes);
-  const double fill_s = bytes > 0 ? shape.fill_stages * bandwidth_s * pipelined / bytes : 0.0;
-  Estimate e;
-  e.latency_s = candidate.model->latency_s(op, layout, candidate.protocol);
-  e.time_s = e.latency_s + bandwidth_s + fill_s;
-  return e;
-}
 
 /// Network seconds per byte of collective size for each candidate algorithm, from one simulation.
 std::map<Algorithm, double> simulate_network_shapes(const CommLayout& layout, Op op,
@@ -147,7 +79,8 @@ std::vector<double> size_sweep(double min_bytes, double max_bytes, double factor
 BenchmarkResult run_benchmark(const CommLayout& layout, const BenchmarkRequest& request) {
   if (layout.ranks < 2) throw InputError("a collective needs at least 2 GPUs");
   BenchmarkResult result;
-  const auto list = candidates(layout, request);
+  const auto list = candidates(layout, request.op, request.algorithm, request.protocol,
+                               request.fidelity == Fidelity::full);
   const auto net_seconds_per_byte = simulate_network_shapes(layout, request.op, list, result);
 
   std::vector<double> sizes;

@@ -1,11 +1,14 @@
 // Runs a simulation in a forked child and reads its results back through a pipe.
+#include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "fmsim/common/error.hpp"
 #include "fmsim/engine/network_sim.hpp"
+#include "fmsim/engine/task_graph.hpp"
 
 namespace fmsim::engine {
 namespace {
@@ -29,9 +32,8 @@ std::string read_all(int fd) {
   return data;
 }
 
-}  // namespace
-
-SimStats simulate_in_child(const SimPlatform& platform, const std::vector<SimJob>& jobs) {
+/// Runs `work` in a forked child; its returned bytes come back. Errors in the child become InternalError.
+std::string run_in_child(const std::function<std::string()>& work) {
   int fds[2];
   if (::pipe(fds) != 0) throw InternalError("engine: pipe() failed");
   pid_t pid = ::fork();
@@ -41,11 +43,7 @@ SimStats simulate_in_child(const SimPlatform& platform, const std::vector<SimJob
     int status = 0;
     std::string payload;
     try {
-      SimStats stats = simulate(platform, jobs);
-      payload.push_back('K');
-      double header[3] = {stats.bytes_sent, stats.bytes_received, static_cast<double>(stats.messages)};
-      payload.append(reinterpret_cast<const char*>(header), sizeof header);
-      payload.append(reinterpret_cast<const char*>(stats.durations_s.data()), stats.durations_s.size() * sizeof(double));
+      payload = "K" + work();
     } catch (const std::exception& error) {
       payload = std::string("E") + error.what();
       status = 1;
@@ -61,18 +59,67 @@ SimStats simulate_in_child(const SimPlatform& platform, const std::vector<SimJob
   ::waitpid(pid, &status, 0);
   if (payload.empty()) throw InternalError("engine: the simulation process died (signal or crash)");
   if (payload[0] == 'E') throw InternalError(payload.substr(1));
+  return payload.substr(1);
+}
+
+void append_doubles(std::string& out, const std::vector<double>& values) {
+  const std::uint64_t count = values.size();
+  out.append(reinterpret_cast<const char*>(&count), sizeof count);
+  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
+}
+
+std::vector<double> take_doubles(const std::string& in, std::size_t& offset) {
+  std::uint64_t count = 0;
+  if (offset + sizeof count > in.size()) throw InternalError("engine: truncated simulation result");
+  std::memcpy(&count, in.data() + offset, sizeof count);
+  offset += sizeof count;
+  if (offset + count * sizeof(double) > in.size()) throw InternalError("engine: truncated simulation result");
+  std::vector<double> values(count);
+  std::memcpy(values.data(), in.data() + offset, count * sizeof(double));
+  offset += count * sizeof(double);
+  return values;
+}
+
+}  // namespace
+
+SimStats simulate_in_child(const SimPlatform& platform, const std::vector<SimJob>& jobs) {
+  std::string payload = run_in_child([&] {
+    SimStats stats = simulate(platform, jobs);
+    std::string out;
+    append_doubles(out, {stats.bytes_sent, stats.bytes_received, static_cast<double>(stats.messages)});
+    append_doubles(out, stats.durations_s);
+    return out;
+  });
+  std::size_t offset = 0;
+  auto header = take_doubles(payload, offset);
   SimStats stats;
-  double header[3];
-  if (payload.size() < 1 + sizeof header) throw InternalError("engine: truncated simulation result");
-  std::memcpy(header, payload.data() + 1, sizeof header);
-  stats.bytes_sent = header[0];
-  stats.bytes_received = header[1];
-  stats.messages = static_cast<long long>(header[2]);
-  std::size_t count = (payload.size() - 1 - sizeof header) / sizeof(double);
-  stats.durations_s.resize(count);
-  std::memcpy(stats.durations_s.data(), payload.data() + 1 + sizeof header, count * sizeof(double));
-  if (count != jobs.size()) throw InternalError("engine: simulation returned the wrong number of results");
+  stats.bytes_sent = header.at(0);
+  stats.bytes_received = header.at(1);
+  stats.messages = static_cast<long long>(header.at(2));
+  stats.durations_s = take_doubles(payload, offset);
+  if (stats.durations_s.size() != jobs.size()) throw InternalError("engine: simulation returned the wrong number of results");
   return stats;
+}
+
+TaskTimes simulate_tasks_in_child(const SimPlatform& platform, const SimTaskGraph& graph) {
+  std::string payload = run_in_child([&] {
+    TaskTimes times = simulate_tasks(platform, graph);
+    std::string out;
+    append_doubles(out, {times.makespan_s, static_cast<double>(times.flows)});
+    append_doubles(out, times.start_s);
+    append_doubles(out, times.end_s);
+    append_doubles(out, times.link_bytes);
+    return out;
+  });
+  std::size_t offset = 0;
+  auto header = take_doubles(payload, offset);
+  TaskTimes times;
+  times.makespan_s = header.at(0);
+  times.flows = static_cast<long long>(header.at(1));
+  times.start_s = take_doubles(payload, offset);
+  times.end_s = take_doubles(payload, offset);
+  times.link_bytes = take_doubles(payload, offset);
+  return times;
 }
 
 }  // namespace fmsim::engine

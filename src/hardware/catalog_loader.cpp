@@ -48,6 +48,13 @@ class CatalogLoader {
     figure.reject_unknown_keys({"note"});
     return value;
   }
+  static double fraction(ObjectReader& parent, const std::string& key, Sources& sources) {
+    ObjectReader figure = open_figure(parent, key, sources);
+    double value = figure.required_number("value", 0.0);
+    if (value > 1.0) figure.fail("value", "a fraction in (0, 1]");
+    figure.reject_unknown_keys({"note"});
+    return value;
+  }
   static bool flag(ObjectReader& parent, const std::string& key, Sources& sources) {
     ObjectReader figure = open_figure(parent, key, sources);
     const auto& value = figure.required_value("value");
@@ -76,6 +83,9 @@ class CatalogLoader {
           quantity(entry, "nvlink_bandwidth_per_direction", Dimension::bandwidth, gpu.sources);
       gpu.nvlink_links = count(entry, "nvlink_links", gpu.sources);
       gpu.nvlink_sharp = flag(entry, "nvlink_sharp", gpu.sources);
+      gpu.sm_count = count(entry, "sm_count", gpu.sources);
+      gpu.gemm_peak_efficiency = fraction(entry, "gemm_peak_efficiency", gpu.sources);
+      gpu.hbm_achievable_fraction = fraction(entry, "hbm_achievable_fraction", gpu.sources);
       entry.reject_unknown_keys();
       catalog_.gpus_[name] = gpu;
     }

@@ -116,10 +116,15 @@ std::string to_string(FabricTopology topology) {
 
 ClusterSpec load_cluster(const std::filesystem::path& path, const hardware::Catalog& catalog) {
   config::JsonFile file = config::load_json_file(path);
-  ObjectReader root(file.root, file.path);
+  return cluster_from_json(file.root, file.path, path.stem().string(), catalog);
+}
+
+ClusterSpec cluster_from_json(const nlohmann::json& json, const std::string& origin, const std::string& default_name,
+                              const hardware::Catalog& catalog) {
+  ObjectReader root(json, origin);
   ClusterSpec spec;
-  spec.source_file = file.path;
-  spec.name = root.string_or("name", path.stem().string());
+  spec.source_file = origin;
+  spec.name = root.string_or("name", default_name);
   root.optional_string("description");
   root.optional_string("schema");
   read_machines(root, catalog, spec);

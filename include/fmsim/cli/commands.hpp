@@ -24,5 +24,7 @@ hardware::Catalog load_catalog(const GlobalOptions& globals);
 
 void register_topo(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_collective(CLI::App& app, const GlobalOptions& globals, Action& action);
+void register_run(CLI::App& app, const GlobalOptions& globals, Action& action);
+void register_trace(CLI::App& app, const GlobalOptions& globals, Action& action);
 
 }  // namespace fmsim::cli

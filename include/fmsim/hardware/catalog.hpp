@@ -24,6 +24,9 @@ struct GpuSpec {
   double nvlink_bandwidth_per_direction_Bps = 0;
   int nvlink_links = 0;
   bool nvlink_sharp = false;                    ///< NVLS in-switch reduction
+  int sm_count = 0;                             ///< streaming multiprocessors (GEMM wave quantization)
+  double gemm_peak_efficiency = 0;              ///< best achieved fraction of dense peak for one GEMM
+  double hbm_achievable_fraction = 0;           ///< STREAM-like achieved fraction of HBM bandwidth
   Sources sources;
 };
 

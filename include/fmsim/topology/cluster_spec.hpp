@@ -4,6 +4,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "fmsim/hardware/catalog.hpp"
 
 namespace fmsim::topology {
@@ -64,6 +66,10 @@ struct ClusterSpec {
 /// Reads and validates a cluster description. Throws InputError naming the file, key, value and what
 /// was expected (unknown instance types list the known ones).
 ClusterSpec load_cluster(const std::filesystem::path& path, const hardware::Catalog& catalog);
+
+/// The same from JSON already in memory; `origin` names it in errors (a file, or "scenario.json: /cluster").
+ClusterSpec cluster_from_json(const nlohmann::json& json, const std::string& origin, const std::string& default_name,
+                              const hardware::Catalog& catalog);
 
 /// Name of a fabric topology as written in files ("fat-tree", "rail-optimized").
 std::string to_string(FabricTopology topology);

@@ -1,0 +1,55 @@
+#pragma once
+// The time of one kernel on one GPU, from its FLOPs, bytes moved, shape and precision. Shared by
+// training and serving. Constants are here, once, with their sources; docs/model.md explains the model.
+#include "fmsim/hardware/catalog.hpp"
+
+namespace fmsim::compute {
+
+enum class MathPrecision { bf16, fp8 };
+
+/// Launch and prologue/epilogue cost of one GEMM kernel: the gap between 2048^3 FP8 GEMM time measured
+/// on H100 (17.0 us at 1011 TFLOPS) and its compute time at the peak efficiency (12.9 us); calibration
+/// hw-azure-nd_h100_v5-microbench. Also predicts 1024^3 (7.2 us vs 7.8 measured).
+inline constexpr double kGemmFixedOverhead_s = 4.0e-6;
+
+/// Launch cost of a memory-bound kernel (norm, activation, cast): typical CUDA kernel launch latency
+/// when kernels are queued back to back (estimate, docs/model.md).
+inline constexpr double kMemoryKernelOverhead_s = 2.0e-6;
+
+/// Fused (flash) attention efficiency, fraction of BF16 dense peak, causal, head dim 128, long
+/// sequences. Hopper/Blackwell: cuDNN/FlashAttention-3 forward ~0.62, backward ~0.50 (Shah et al. 2024,
+/// FlashAttention-3, figs. 5-7: 600-740 TFLOPS forward, ~500-550 backward on H100). Ampere:
+/// FlashAttention-2 0.70 / 0.55 (Dao 2023, fig. 4-5: up to 73 % forward, ~63 % backward on A100).
+/// (The FA2 figures in calibration hw-azure-nd_h100_v5-microbench, 0.33, are for FA2 on Hopper, which
+/// Megatron's Transformer Engine does not use.)
+double attention_efficiency(int sm_version, bool backward);
+
+/// SMs a TP communication kernel holds while it overlaps a GEMM (Transformer Engine userbuffers,
+/// MEGATRON-NOTES.md section 4: "communication gets 16 SMs by default").
+inline constexpr int kOverlapCommSms = 16;
+
+struct GemmShape {
+  double m = 0, n = 0, k = 0;
+  double flops() const { return 2.0 * m * n * k; }
+};
+
+class ComputeModel {
+ public:
+  explicit ComputeModel(const hardware::GpuSpec& gpu) : gpu_(gpu) {}
+
+  double peak_flops(MathPrecision precision) const;
+  /// GEMM time: the best of a few tile shapes (wave quantization over the SMs) at the GPU's peak
+  /// efficiency, or the HBM time of its operands if longer, plus the fixed overhead. `sms_taken` SMs
+  /// are busy with an overlapped communication kernel.
+  double gemm_s(const GemmShape& shape, MathPrecision precision, int sms_taken = 0) const;
+  /// Fused attention (always BF16 in Megatron recipes, FP8 or not).
+  double attention_s(double flops, bool backward) const;
+  /// A memory-bound kernel moving `bytes` through HBM.
+  double memory_s(double bytes) const;
+  const hardware::GpuSpec& gpu() const { return gpu_; }
+
+ private:
+  const hardware::GpuSpec& gpu_;
+};
+
+}  // namespace fmsim::compute

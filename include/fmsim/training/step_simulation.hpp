@@ -1,0 +1,40 @@
+#pragma once
+// Replays a training-step trace on the engine: compute nodes become delays from the compute model,
+// collectives become closed-form latency/NVLink time plus flows on the GPUs' rails, pipeline sends
+// become flows between stages; every flow shares links with the others in flight. A symmetric trace
+// (one rank per pipeline stage) is simulated with each representative's collectives sending through its
+// own rail to a stand-in for its symmetric peers; a full trace simulates every rank and joins the
+// members of each collective.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fmsim/topology/cluster_graph.hpp"
+#include "fmsim/workload/trace.hpp"
+
+namespace fmsim::training {
+
+struct LinkLoad {
+  std::string name;
+  double bytes = 0;
+  double utilization = 0;  ///< bytes / (bandwidth x step time)
+};
+
+struct StepResult {
+  double step_time_s = 0;
+  std::map<std::string, double> breakdown_s;  ///< compute, tp_comm, cp_comm, ep_comm, pp_comm, dp_comm, optimizer, bubble
+  int critical_rank = 0;                      ///< the rank whose time line the breakdown describes
+  std::vector<double> node_start_s, node_end_s;  ///< per trace node
+  LinkLoad busiest_link;
+  long long tasks = 0, flows = 0;
+  int simulated_ranks = 0;
+};
+
+/// Throws InputError when the trace does not fit the cluster (ranks beyond its GPUs, unmatched
+/// collectives), InternalError on engine failures.
+StepResult simulate_step(const workload::Trace& trace, const topology::ClusterGraph& cluster);
+
+/// Time of one compute node from the compute model (or its given duration).
+double compute_node_s(const workload::TraceNode& node, const hardware::GpuSpec& gpu);
+
+}  // namespace fmsim::training

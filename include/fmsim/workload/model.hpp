@@ -1,0 +1,100 @@
+#pragma once
+// A transformer language model as fmsim sees it: the shapes that decide parameters, FLOPs and activation
+// sizes. Read from a Hugging Face config.json as is (dense, GQA, MoE, MLA, sliding-window attention),
+// or from a preset in configs/models/ (which are such files).
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fmsim::workload {
+
+struct MlaShape {
+  int q_lora_rank = 0;        ///< 0 = no query compression
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+};
+
+struct MoeShape {
+  int experts = 0;                ///< routed experts (0 = dense model)
+  int experts_per_token = 0;      ///< top-k
+  int expert_ffn = 0;             ///< intermediate size of one routed expert
+  int shared_ffn = 0;             ///< total intermediate size of the shared experts (0 = none)
+  int first_dense_layers = 0;     ///< leading layers with a dense MLP (DeepSeek first_k_dense_replace)
+  int layer_frequency = 1;        ///< every n-th layer (after the dense ones) is MoE
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string source;             ///< file it came from
+  std::string model_type;         ///< HF model_type
+  int hidden = 0;
+  int layers = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  int ffn = 0;                    ///< dense MLP intermediate size
+  int vocab = 0;
+  bool gated_mlp = true;          ///< SwiGLU-style: three matrices instead of two
+  bool tied_embeddings = false;
+  bool attention_bias = false;
+  bool mlp_bias = false;
+  int learned_positions = 0;      ///< rows of a learned position embedding (GPT-3); 0 = rotary
+  int sliding_window = 0;         ///< tokens; 0 = full attention everywhere
+  std::vector<bool> sliding_layers;  ///< per layer: uses the sliding window
+  bool mla = false;
+  MlaShape mla_shape;
+  MoeShape moe;
+
+  bool is_moe() const { return moe.experts > 0; }
+  bool layer_is_moe(int layer) const;
+  int moe_layers() const;
+  int q_dim() const;   ///< query projection width (heads x query head dim)
+  int kv_dim() const;  ///< width of K (and of V) for GQA/MHA
+};
+
+/// Reads a Hugging Face config.json (or a preset of that form). Keys it does not use are ignored, as
+/// HF configs carry many; keys it needs and that are missing or wrong are errors naming the file.
+ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& file);
+
+/// `name_or_path`: a preset name (configs/models/NAME.json) or a path to a config.json.
+ModelSpec load_model(const std::string& name_or_path, const std::filesystem::path& presets_dir);
+std::vector<std::string> preset_names(const std::filesystem::path& presets_dir);
+/// configs/models of the source tree ($FMSIM_MODELS_DIR overrides).
+std::filesystem::path default_presets_dir();
+
+// ---- counts (model_math.cpp) ----
+
+struct ParameterCounts {
+  double embedding = 0;        ///< input embedding (+ learned positions)
+  double output = 0;           ///< LM head (0 when tied)
+  double attention_per_layer = 0;
+  double dense_mlp_per_layer = 0;
+  double moe_mlp_per_layer = 0;   ///< all experts + shared + router
+  double expert_per_moe_layer = 0;  ///< routed experts only (sharded by EP)
+  double norms = 0;
+  double total = 0;
+  double active = 0;           ///< per token: with top-k experts only
+};
+ParameterCounts count_parameters(const ModelSpec& model);
+
+/// Parameters of one layer (attention + its MLP + norms).
+double layer_parameters(const ModelSpec& model, int layer);
+
+/// Megatron-Core accounting (MEGATRON-NOTES.md section 1): training FLOPs (forward + backward, 3 x 2
+/// per multiply-add) per token at sequence length `seq`, causal. `vocab_padded` is the LM-head width.
+struct FlopsPerToken {
+  double dense_matmul = 0;   ///< projections, MLP/experts, per token over all layers
+  double attention = 0;      ///< QK^T and PV, causal
+  double logits = 0;
+  double total() const { return dense_matmul + attention + logits; }
+};
+FlopsPerToken training_flops_per_token(const ModelSpec& model, int seq, int vocab_padded);
+
+/// Megatron pads the vocabulary to a multiple of 128 x TP.
+int padded_vocab(int vocab, int tensor_parallel);
+
+}  // namespace fmsim::workload

@@ -1,0 +1,58 @@
+#pragma once
+// The training strategy, with Megatron-Core names, and the derived sizes. Validation rejects the
+// combinations Megatron rejects, with the reason.
+#include <string>
+
+#include "fmsim/config/object_reader.hpp"
+#include "fmsim/hardware/catalog.hpp"
+#include "fmsim/workload/model.hpp"
+
+namespace fmsim::workload {
+
+enum class Precision { bf16, fp8 };
+enum class Recompute { none, selective, full };
+/// Megatron-FSDP data_parallel_sharding_strategy: no_shard (plain DDP), optim (ZeRO-1 = distributed
+/// optimizer), optim_grads (ZeRO-2), optim_grads_params (ZeRO-3 / FSDP).
+enum class Sharding { no_shard, optim, optim_grads, optim_grads_params };
+enum class CpCommType { p2p, all_gather, a2a };
+
+struct Parallelism {
+  int tp = 1, pp = 1, vp = 1, cp = 1, ep = 1, etp = 1, dp = 1;
+  bool sequence_parallel = false;
+  int micro_batch = 1;
+  int global_batch = 1;
+  int microbatches = 1;            ///< per pipeline per step: global / (micro x dp)
+  Sharding sharding = Sharding::optim;
+  CpCommType cp_comm = CpCommType::p2p;
+  int world() const { return tp * pp * cp * dp; }
+};
+
+struct TrainingOptions {
+  int seq = 4096;
+  Precision precision = Precision::bf16;
+  Recompute recompute = Recompute::none;
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
+  bool tp_comm_overlap = false;
+  bool grad_reduce_in_fp32 = false;
+  bool fp8_param_gather = false;
+  double bucket_params = 0;        ///< DDP bucket size in parameters; 0 = Megatron's default max(4e7, 1e6 dp)
+};
+
+/// Reads "parallelism" (Megatron names). `gpus` is the world size the cluster offers.
+Parallelism read_parallelism(config::ObjectReader& reader, int gpus);
+TrainingOptions read_training(config::ObjectReader& reader);
+
+/// Throws InputError with the reason when Megatron would reject the combination (TP not dividing the
+/// heads, GPUs not divisible by TP x PP x CP, global batch not divisible, ...). `where` names the file.
+void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& model, const hardware::GpuSpec& gpu,
+              const std::string& where);
+
+std::string to_string(Precision precision);
+std::string to_string(Recompute recompute);
+std::string to_string(Sharding sharding);
+
+/// Bytes per element of activations and of communicated activations at this precision (BF16 = 2).
+inline double activation_bytes() { return 2.0; }
+
+}  // namespace fmsim::workload

@@ -1,0 +1,48 @@
+#pragma once
+// A training scenario file (configs/training/*.json): cluster, model, parallel strategy, training
+// options, with `--set path=value` overrides applied first. The resolved document (after overrides,
+// with cluster and model references expanded into {"base": ..., overrides}) is kept to echo in results.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fmsim/hardware/catalog.hpp"
+#include "fmsim/topology/cluster_spec.hpp"
+#include "fmsim/topology/placement.hpp"
+#include "fmsim/workload/model.hpp"
+#include "fmsim/workload/parallelism.hpp"
+
+namespace fmsim::workload {
+
+enum class Fidelity { fast, full };
+
+struct Scenario {
+  std::string file;
+  std::string name;
+  nlohmann::json resolved;
+  topology::ClusterSpec cluster;
+  ModelSpec model;
+  Parallelism parallelism;
+  TrainingOptions training;
+  topology::PlacementPolicy placement = topology::PlacementPolicy::packed;
+  std::uint64_t seed = 0;
+  Fidelity fidelity = Fidelity::fast;
+};
+
+/// Applies one "a.b.c=value" override to a JSON document. The value is JSON when it parses as JSON
+/// (numbers, true/false, objects), else a string. Intermediate objects are created as needed.
+/// Throws InputError for a malformed assignment or a path through a non-object.
+void apply_set(nlohmann::json& root, const std::string& assignment);
+
+/// Loads a scenario file, applies the overrides in order and resolves everything against the catalog.
+Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& sets,
+                       const hardware::Catalog& catalog);
+
+/// The same from a document in memory (e.g. embedded in a trace); `base_dir` resolves relative paths.
+Scenario scenario_from_json(nlohmann::json document, const std::string& origin, const std::filesystem::path& base_dir,
+                            const hardware::Catalog& catalog);
+
+}  // namespace fmsim::workload

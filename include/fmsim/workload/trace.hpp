@@ -1,0 +1,75 @@
+#pragma once
+// The per-rank op graph of one training step, Chakra-style: compute nodes (FLOPs, bytes, GEMM shape),
+// collectives (communicator, bytes), sends and receives, each with data dependencies and a stream. Ops of
+// one rank on one stream run in the order listed (like a CUDA stream). A trace either lists every rank,
+// or (symmetric) one representative rank per pipeline stage: the other ranks of its communicators are
+// taken to do the same at the same time, which is how fmsim simulates 100k GPUs.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fmsim/collectives/collective.hpp"
+
+namespace fmsim::workload {
+
+enum class NodeType { comp, coll, send, recv };
+/// Where a node's time goes in the step breakdown.
+enum class Category { compute, tp_comm, cp_comm, ep_comm, dp_comm, pp_comm, optimizer };
+enum class Kernel { gemm, attention_fwd, attention_bwd, memory, optimizer };
+
+struct TraceNode {
+  int id = 0;
+  int rank = 0;                 ///< global rank
+  NodeType type = NodeType::comp;
+  Category category = Category::compute;
+  std::string name;
+  std::string stream = "compute";
+  // compute
+  Kernel kernel = Kernel::memory;
+  double flops = 0;
+  double bytes = 0;             ///< HBM bytes of a memory-bound kernel
+  double m = 0, n = 0, k = 0;   ///< GEMM shape
+  int repeat = 1;               ///< identical kernels run back to back (e.g. one GEMM per local expert)
+  bool fp8 = false;
+  int sms_taken = 0;            ///< SMs held by an overlapped communication kernel
+  double duration_s = -1;       ///< given duration (traces from elsewhere); < 0: from the compute model
+  // communication
+  collectives::Op op = collectives::Op::all_reduce;
+  int comm = -1;                ///< communicator id (collectives)
+  double comm_bytes = 0;        ///< collective size as nccl-tests counts it, or the message size
+  int peer = -1;                ///< send/recv: the other rank
+  int tag = 0;                  ///< send/recv matching
+  std::vector<int> deps;        ///< node ids that must finish first
+};
+
+struct Communicator {
+  int id = 0;
+  std::string kind;             ///< tp, cp, dp, ep, edp
+  std::vector<int> ranks;       ///< global ranks, in communicator order
+};
+
+struct Trace {
+  nlohmann::json scenario;      ///< the resolved scenario it came from (cluster, model, strategy)
+  int world = 0;
+  bool symmetric = true;
+  std::vector<int> ranks;       ///< ranks with nodes
+  std::vector<int> rank_gpu;    ///< global rank -> GPU ordinal (all ranks)
+  std::vector<Communicator> comms;
+  std::vector<TraceNode> nodes;
+  double model_flops_per_step = 0;  ///< Megatron accounting, for MFU
+  double tokens_per_step = 0;
+};
+
+std::string to_string(NodeType type);
+std::string to_string(Category category);
+std::string to_string(Kernel kernel);
+std::vector<Category> all_categories();
+
+/// Chakra-style JSON (docs/formats.md, schema "fmsim.trace/1").
+nlohmann::json trace_to_json(const Trace& trace);
+/// Reads and checks a trace: ids, dependencies, communicators and matching sends/receives. Throws
+/// InputError naming the file and node.
+Trace trace_from_json(const nlohmann::json& document, const std::string& file);
+
+}  // namespace fmsim::workload

@@ -1,0 +1,130 @@
+// fmsim run SCENARIO.json [--set path=value ...] [--json FILE|-] [--timeline FILE] [--trace FILE]
+//                         [--fidelity fast|full] [--allow-oom]
+// fmsim trace SCENARIO.json --out FILE [--set ...] [--fidelity fast|full]
+// Simulates one training step (or writes its op graph).
+#include <chrono>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "fmsim/cli/commands.hpp"
+#include "fmsim/cli/output_file.hpp"
+#include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
+#include "fmsim/report/training_report.hpp"
+#include "fmsim/topology/placement.hpp"
+#include "fmsim/workload/memory.hpp"
+#include "fmsim/workload/trace_builder.hpp"
+
+namespace fmsim::cli {
+namespace {
+
+struct RunOptions {
+  std::string scenario_file, json_file, timeline_file, trace_file, out_file, fidelity;
+  std::vector<std::string> sets;
+  bool allow_oom = false;
+};
+
+workload::Scenario load(const GlobalOptions& globals, const RunOptions& o, const hardware::Catalog& catalog,
+                        const std::optional<config::JsonFile>& trace_file) {
+  workload::Scenario s;
+  if (!o.scenario_file.empty()) {
+    s = workload::load_scenario(o.scenario_file, o.sets, catalog);
+  } else if (trace_file) {
+    nlohmann::json embedded = trace_file->root.value("scenario", nlohmann::json());
+    if (!embedded.is_object()) throw InputError(trace_file->path + ": /scenario: the trace carries no scenario; give one as SCENARIO.json");
+    for (const auto& assignment : o.sets) workload::apply_set(embedded, assignment);
+    s = workload::scenario_from_json(embedded, trace_file->path + ": /scenario",
+                                     std::filesystem::path(trace_file->path).parent_path(), catalog);
+  } else {
+    throw InputError("give a scenario file (or --trace FILE)");
+  }
+  (void)globals;
+  if (!o.fidelity.empty()) {
+    if (o.fidelity != "fast" && o.fidelity != "full") throw InputError("--fidelity '" + o.fidelity + "': expected fast or full");
+    s.fidelity = o.fidelity == "full" ? workload::Fidelity::full : workload::Fidelity::fast;
+  }
+  return s;
+}
+
+int run_training(const GlobalOptions& globals, const RunOptions& o) {
+  const auto started = std::chrono::steady_clock::now();
+  auto catalog = load_catalog(globals);
+  std::optional<config::JsonFile> trace_file;
+  if (!o.trace_file.empty()) trace_file = config::load_json_file(o.trace_file);
+  const workload::Scenario s = load(globals, o, catalog, trace_file);
+
+  report::TrainingRun run;
+  run.scenario = &s;
+  run.memory = workload::estimate_memory(s);
+  if (run.memory.oom && !o.allow_oom) {
+    throw InputError(s.file + ": the model does not fit: " + workload::describe_oom(run.memory) +
+                     " (more TP/PP, recompute_granularity, a sharded optimizer or a larger GPU would; --allow-oom simulates anyway)");
+  }
+  auto cluster = topology::build_cluster_graph(s.cluster);
+  auto rank_gpu = topology::place_ranks(cluster, s.parallelism.world(), s.placement, s.seed);
+  workload::Trace trace;
+  if (trace_file) {
+    trace = workload::trace_from_json(trace_file->root, trace_file->path);
+    if (trace.rank_gpu.empty()) trace.rank_gpu = rank_gpu;
+    if (trace.world != s.parallelism.world()) {
+      throw InputError(trace_file->path + ": /world_size = " + std::to_string(trace.world) + " but the scenario has " +
+                       std::to_string(s.parallelism.world()) + " ranks");
+    }
+  } else {
+    trace = workload::build_trace(s, rank_gpu, s.fidelity == workload::Fidelity::full);
+  }
+  run.trace = &trace;
+  run.cluster = &cluster;
+  run.fidelity = trace.symmetric ? "fast" : "full";
+  spdlog::info("{}: {} trace nodes on {} simulated ranks", s.name, trace.nodes.size(), trace.ranks.size());
+  run.step = training::simulate_step(trace, cluster);
+  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  std::string json_text, timeline_text;
+  if (!o.json_file.empty()) json_text = report::run_to_json(run).dump(2) + "\n";
+  if (!o.timeline_file.empty()) timeline_text = report::run_timeline(run).dump() + "\n";
+  if (o.json_file != "-") write_output("-", report::run_summary(run));
+  if (!json_text.empty()) write_output(o.json_file, json_text);
+  if (!timeline_text.empty()) write_output(o.timeline_file, timeline_text);
+  return 0;
+}
+
+int write_trace(const GlobalOptions& globals, const RunOptions& o) {
+  auto catalog = load_catalog(globals);
+  const workload::Scenario s = load(globals, o, catalog, std::nullopt);
+  auto cluster = topology::build_cluster_graph(s.cluster);
+  auto rank_gpu = topology::place_ranks(cluster, s.parallelism.world(), s.placement, s.seed);
+  workload::Trace trace = workload::build_trace(s, rank_gpu, s.fidelity == workload::Fidelity::full);
+  write_output(o.out_file, workload::trace_to_json(trace).dump() + "\n");
+  spdlog::info("wrote {} nodes of {} ranks to {}", trace.nodes.size(), trace.ranks.size(), o.out_file);
+  return 0;
+}
+
+}  // namespace
+
+void register_run(CLI::App& app, const GlobalOptions& globals, Action& action) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand("run", "simulate one training step: step time, tokens/s, MFU, memory, cost");
+  sub->add_option("scenario", o->scenario_file, "training scenario (configs/training/*.json)");
+  sub->add_option("--set", o->sets, "override a scenario value: PATH=VALUE (repeatable), e.g. parallelism.tensor_model_parallel_size=4");
+  sub->add_option("--json", o->json_file, "write the result document ('-' = stdout, replaces the summary)");
+  sub->add_option("--timeline", o->timeline_file, "write a Chrome trace-event time line (open in Perfetto)");
+  sub->add_option("--trace", o->trace_file, "replay this trace (fmsim trace output or Chakra-style JSON) instead of building one");
+  sub->add_option("--fidelity", o->fidelity, "fast (symmetric ranks, default) or full (every rank; the referee)");
+  sub->add_flag("--allow-oom", o->allow_oom, "simulate even when the model does not fit in GPU memory");
+  sub->callback([&globals, o, &action] { action = [&globals, o] { return run_training(globals, *o); }; });
+}
+
+void register_trace(CLI::App& app, const GlobalOptions& globals, Action& action) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand("trace", "write the per-rank op graph of one training step (Chakra-style JSON)");
+  sub->add_option("scenario", o->scenario_file, "training scenario (configs/training/*.json)")->required();
+  sub->add_option("--out", o->out_file, "trace file to write ('-' = stdout)")->required();
+  sub->add_option("--set", o->sets, "override a scenario value: PATH=VALUE (repeatable)");
+  sub->add_option("--fidelity", o->fidelity, "fast (one rank per pipeline stage, default) or full (every rank)");
+  sub->callback([&globals, o, &action] { action = [&globals, o] { return write_trace(globals, *o); }; });
+}
+
+}  // namespace fmsim::cli

@@ -1,0 +1,109 @@
+// Algorithm/protocol choice and cost of one collective (see cost.hpp).
+#include "fmsim/collectives/cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fmsim/collectives/tuning.hpp"
+#include "fmsim/common/error.hpp"
+
+namespace fmsim::collectives {
+namespace {
+
+double protocol_factor(Protocol protocol) {
+  switch (protocol) {
+    case Protocol::ll: return tuning::kLlBandwidthFactor;
+    case Protocol::ll128: return tuning::kLl128BandwidthFactor;
+    case Protocol::simple: return 1.0;
+  }
+  return 1.0;
+}
+
+}  // namespace
+
+std::vector<Candidate> candidates(const CommLayout& layout, Op op, std::optional<Algorithm> algorithm,
+                                  std::optional<Protocol> protocol, bool full_only) {
+  std::vector<Candidate> out;
+  for (const auto& model : algorithm_registry()) {
+    if (algorithm && model->id() != *algorithm) continue;
+    if (auto why = model->unsupported(op, layout)) {
+      if (algorithm) throw InputError("--algo " + to_string(model->id()) + ": " + *why);
+      continue;
+    }
+    if (full_only && !model->simulates_full(op)) {
+      if (algorithm) {
+        throw InputError("--fidelity full does not simulate " + to_string(model->id()) + " message by message "
+                         "(it does ring, hierarchical and pairwise)");
+      }
+      continue;
+    }
+    for (Protocol p : model->protocols()) {
+      if (full_only && p != Protocol::simple) continue;
+      if (protocol && p != *protocol) continue;
+      out.push_back({model.get(), p});
+    }
+  }
+  if (out.empty()) {
+    throw InputError("no algorithm" + std::string(protocol ? " with protocol " + to_string(*protocol) : "") + " can run " +
+                     to_string(op) + " on " + std::to_string(layout.ranks) + " GPUs" +
+                     (full_only ? " at full fidelity (Simple protocol only)" : ""));
+  }
+  return out;
+}
+
+Estimate estimate(const Candidate& candidate, Op op, const CommLayout& layout, double bytes, double net_seconds_per_byte) {
+  const TrafficShape shape = candidate.model->shape(op, layout);
+  const double nvlink_Bps =
+      layout.nvlink_Bps * (shape.nvlink_is_nvls ? tuning::kNvlsEfficiency : tuning::kNvlinkCopyEfficiency);
+  const double nvlink_s = shape.nvlink_bytes_per_rank * bytes / nvlink_Bps;
+  const double net_s = net_seconds_per_byte * bytes;
+  double bandwidth_s = shape.phases_add ? nvlink_s + net_s : std::max(nvlink_s, net_s);
+  bandwidth_s /= protocol_factor(candidate.protocol);
+  if (candidate.protocol == Protocol::ll) {
+    double ll_cap = tuning::ll_max_busbw_Bps(layout.sm_version, layout.amd_host, layout.islands);
+    bandwidth_s = std::max(bandwidth_s, bytes * busbw_factor(op, layout.ranks) / ll_cap);
+  }
+  const double pipelined = std::min(bytes, tuning::kChannels * tuning::kPipelineChunkBytes);
+  Estimate e;
+  e.fill_s = bytes > 0 ? shape.fill_stages * bandwidth_s * pipelined / bytes : 0.0;
+  e.bandwidth_s = bandwidth_s;
+  e.latency_s = candidate.model->latency_s(op, layout, candidate.protocol);
+  e.time_s = e.latency_s + bandwidth_s + e.fill_s;
+  return e;
+}
+
+CollectiveCost collective_cost(const CommLayout& layout, Op op, double bytes) {
+  CollectiveCost best;
+  best.time_s = INFINITY;
+  for (const auto& candidate : candidates(layout, op, std::nullopt, std::nullopt, false)) {
+    const TrafficShape shape = candidate.model->shape(op, layout);
+    const double per_gpu = shape.net_bytes_per_island / layout.ranks_per_island;
+    const double net_spb = per_gpu / (layout.rail_Bps * tuning::kNetworkEfficiency);
+    Estimate e = estimate(candidate, op, layout, bytes, net_spb);
+    if (e.time_s >= best.time_s) continue;
+    best.algorithm = candidate.model->id();
+    best.protocol = candidate.protocol;
+    best.time_s = e.time_s;
+    best.pattern = shape.pattern;
+    // Split the bandwidth time into what the replay simulates (network bytes on rails) and what it
+    // keeps in closed form: the NVLink part, slowed like the whole by the protocol.
+    const double slow = protocol_factor(candidate.protocol);
+    const double nvlink_Bps =
+        layout.nvlink_Bps * (shape.nvlink_is_nvls ? tuning::kNvlsEfficiency : tuning::kNvlinkCopyEfficiency);
+    const double nvlink_s = shape.nvlink_bytes_per_rank * bytes / nvlink_Bps / slow;
+    const double net_s = net_spb * bytes / slow;
+    best.net_bytes_per_gpu = shape.pattern == NetPattern::none ? 0.0 : per_gpu * bytes / slow;
+    best.fixed_s = e.latency_s + e.fill_s;
+    best.nvlink_s = 0;
+    if (best.net_bytes_per_gpu <= 0) {
+      best.fixed_s += e.bandwidth_s;  // NVLink only (with the LL cap, if any)
+    } else if (shape.phases_add) {
+      best.fixed_s += e.bandwidth_s - net_s;
+    } else {
+      best.nvlink_s = nvlink_s;
+    }
+  }
+  return best;
+}
+
+}  // namespace fmsim::collectives

@@ -1,0 +1,48 @@
+#include "fmsim/compute/compute_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fmsim::compute {
+
+double attention_efficiency(int sm_version, bool backward) {
+  if (sm_version >= 90) return backward ? 0.50 : 0.62;
+  return backward ? 0.55 : 0.70;
+}
+
+double ComputeModel::peak_flops(MathPrecision precision) const {
+  if (precision == MathPrecision::fp8 && gpu_.fp8_dense_flops > 0) return gpu_.fp8_dense_flops;
+  return gpu_.bf16_dense_flops;
+}
+
+double ComputeModel::gemm_s(const GemmShape& shape, MathPrecision precision, int sms_taken) const {
+  if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0) return 0.0;
+  const int sms = std::max(1, gpu_.sm_count - sms_taken);
+  // Output tiles a CUTLASS/cuBLAS kernel may use; the library picks the fastest (wave quantization).
+  static constexpr double kTiles[][2] = {{128, 256}, {256, 128}, {128, 128}, {64, 128}};
+  const double per_sm_flops = peak_flops(precision) * gpu_.gemm_peak_efficiency / gpu_.sm_count;
+  double best = INFINITY;
+  for (const auto& tile : kTiles) {
+    const double tiles = std::ceil(shape.m / tile[0]) * std::ceil(shape.n / tile[1]);
+    const double waves = std::ceil(tiles / sms);
+    // Each wave runs full tiles: the padded work of one tile per SM.
+    const double tile_flops = 2.0 * tile[0] * tile[1] * shape.k;
+    best = std::min(best, waves * tile_flops / per_sm_flops);
+  }
+  const double operand_bytes = precision == MathPrecision::fp8 ? 1.0 : 2.0;
+  const double bytes = (shape.m * shape.k + shape.k * shape.n) * operand_bytes + shape.m * shape.n * 2.0;
+  const double memory = bytes / (gpu_.hbm_bandwidth_Bps * gpu_.hbm_achievable_fraction);
+  return std::max(best, memory) + kGemmFixedOverhead_s;
+}
+
+double ComputeModel::attention_s(double flops, bool backward) const {
+  if (flops <= 0) return 0.0;
+  return flops / (gpu_.bf16_dense_flops * attention_efficiency(gpu_.sm_version, backward)) + kGemmFixedOverhead_s;
+}
+
+double ComputeModel::memory_s(double bytes) const {
+  if (bytes <= 0) return 0.0;
+  return bytes / (gpu_.hbm_bandwidth_Bps * gpu_.hbm_achievable_fraction) + kMemoryKernelOverhead_s;
+}
+
+}  // namespace fmsim::compute

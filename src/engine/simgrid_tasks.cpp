@@ -1,0 +1,189 @@
+// The task-graph executor on SimGrid (see task_graph.hpp). One controller actor starts each task when
+// its dependencies are done: delays are executions on a timer host with as many cores as needed (so
+// delays never share a core), flows are SimGrid communications over the platform's routes, sharing
+// link bandwidth max-min fairly with every other flow in flight. Same settings as simgrid_network.cpp.
+#include <map>
+#include <set>
+
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+#include "fmsim/common/error.hpp"
+#include "fmsim/engine/task_graph.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace fmsim::engine {
+namespace {
+
+/// Timer host speed: delays are executions of delay x this many flops, so that SimGrid's work-amount
+/// precision (1e-5 flops by default) stays far below a nanosecond.
+constexpr double kTimerFlopsPerSecond = 1e9;
+
+void validate(const SimPlatform& platform, const SimTaskGraph& graph) {
+  const int hosts = static_cast<int>(platform.hosts.size());
+  std::set<std::pair<int, int>> routed;
+  for (const auto& route : platform.routes) {
+    if (route.src < 0 || route.src >= hosts || route.dst < 0 || route.dst >= hosts || route.src == route.dst) {
+      throw InternalError("engine: invalid route");
+    }
+    for (int link : route.links) {
+      if (link < 0 || link >= static_cast<int>(platform.links.size())) throw InternalError("engine: unknown link in route");
+    }
+    routed.insert({route.src, route.dst});
+  }
+  const int tasks = static_cast<int>(graph.tasks.size());
+  for (int i = 0; i < tasks; ++i) {
+    const auto& task = graph.tasks[i];
+    if (task.delay_s < 0 || task.overlap_delay_s < 0) throw InternalError("engine: negative delay in task " + std::to_string(i));
+    for (int dep : task.deps) {
+      if (dep < 0 || dep >= tasks || dep == i) throw InternalError("engine: task " + std::to_string(i) + " has an invalid dependency");
+    }
+    for (const auto& flow : task.flows) {
+      if (!routed.count({flow.src, flow.dst})) {
+        throw InternalError("engine: no route " + platform.hosts.at(flow.src) + " -> " + platform.hosts.at(flow.dst));
+      }
+    }
+  }
+}
+
+struct Controller {
+  const SimTaskGraph* graph = nullptr;
+  std::vector<sg4::Host*> hosts;
+  sg4::Host* timer = nullptr;
+  std::map<std::pair<int, int>, std::vector<int>> route_links;
+  TaskTimes times;
+
+  void run() {
+    const auto& tasks = graph->tasks;
+    const int n = static_cast<int>(tasks.size());
+    std::vector<int> waiting(n, 0), phase(n, 0), outstanding(n, 0);
+    std::vector<std::vector<int>> successors(n);
+    for (int i = 0; i < n; ++i) {
+      for (int dep : tasks[i].deps) {
+        successors[dep].push_back(i);
+        ++waiting[i];
+      }
+    }
+    times.start_s.assign(n, -1.0);
+    times.end_s.assign(n, -1.0);
+    std::vector<sg4::ActivityPtr> active;
+    std::vector<int> active_task;
+    std::vector<int> ready;
+    for (int i = 0; i < n; ++i) {
+      if (waiting[i] == 0) ready.push_back(i);
+    }
+    int finished = 0;
+    // Starts the next non-empty phase of a task, or finishes it (and readies its successors).
+    auto advance = [&](int task) {
+      const SimTask& t = tasks[task];
+      while (true) {
+        if (phase[task] == 0) {
+          phase[task] = 1;
+          if (t.delay_s > 0) {
+            active.push_back(timer->exec_async(t.delay_s * kTimerFlopsPerSecond));
+            active_task.push_back(task);
+            outstanding[task] = 1;
+            return;
+          }
+        } else if (phase[task] == 1) {
+          phase[task] = 2;
+          int started = 0;
+          if (t.overlap_delay_s > 0) {
+            active.push_back(timer->exec_async(t.overlap_delay_s * kTimerFlopsPerSecond));
+            active_task.push_back(task);
+            ++started;
+          }
+          for (const auto& flow : t.flows) {
+            if (flow.bytes <= 0) continue;
+            active.push_back(sg4::Comm::sendto_async(hosts[flow.src], hosts[flow.dst], static_cast<uint64_t>(flow.bytes)));
+            active_task.push_back(task);
+            for (int link : route_links[{flow.src, flow.dst}]) times.link_bytes[link] += flow.bytes;
+            ++times.flows;
+            ++started;
+          }
+          if (started > 0) {
+            outstanding[task] = started;
+            return;
+          }
+        } else {
+          times.end_s[task] = sg4::Engine::get_clock();
+          ++finished;
+          for (int next : successors[task]) {
+            if (--waiting[next] == 0) ready.push_back(next);
+          }
+          return;
+        }
+      }
+    };
+    while (true) {
+      while (!ready.empty()) {
+        int task = ready.back();
+        ready.pop_back();
+        times.start_s[task] = sg4::Engine::get_clock();
+        advance(task);
+      }
+      if (active.empty()) break;
+      ssize_t index = sg4::Activity::wait_any(active);
+      int task = active_task[index];
+      active[index] = active.back();
+      active.pop_back();
+      active_task[index] = active_task.back();
+      active_task.pop_back();
+      if (--outstanding[task] == 0) advance(task);
+    }
+    if (finished != n) throw InternalError("engine: the task graph has a cycle (" + std::to_string(n - finished) + " tasks never ran)");
+    for (double end : times.end_s) times.makespan_s = std::max(times.makespan_s, end);
+  }
+};
+
+}  // namespace
+
+TaskTimes simulate_tasks(const SimPlatform& platform, const SimTaskGraph& graph) {
+  static bool used = false;
+  if (used) throw InternalError("engine: SimGrid runs once per process; fork to simulate again");
+  used = true;
+  validate(platform, graph);
+
+  xbt_log_control_set("root.thres:critical");
+  int argc = 1;
+  char name[] = "fmsim";
+  char* argv[] = {name, nullptr};
+  sg4::Engine engine(&argc, argv);
+  engine.set_config("network/model:CM02");
+  engine.set_config("network/crosstraffic:0");
+  engine.set_config("network/TCP-gamma:1e18");
+
+  auto* zone = sg4::create_full_zone("fmsim");
+  Controller controller;
+  controller.graph = &graph;
+  for (const auto& host : platform.hosts) controller.hosts.push_back(zone->create_host(host, 1e9)->seal());
+  controller.timer = zone->create_host("fmsim-timer", kTimerFlopsPerSecond)->set_core_count(1 << 24)->seal();
+  std::vector<sg4::Link*> links;
+  for (const auto& link : platform.links) {
+    links.push_back(zone->create_link(link.name, link.bandwidth_Bps)->set_latency(link.latency_s)->seal());
+  }
+  for (const auto& route : platform.routes) {
+    std::vector<sg4::LinkInRoute> path;
+    for (int link : route.links) path.emplace_back(links[link]);
+    zone->add_route(controller.hosts[route.src]->get_netpoint(), controller.hosts[route.dst]->get_netpoint(), nullptr,
+                    nullptr, path, false);
+    controller.route_links[{route.src, route.dst}] = route.links;
+  }
+  zone->seal();
+  controller.times.link_bytes.assign(platform.links.size(), 0.0);
+
+  std::string failure;
+  sg4::Actor::create("controller", controller.timer, [&controller, &failure]() {
+    try {
+      controller.run();
+    } catch (const std::exception& error) {
+      failure = error.what();
+    }
+  });
+  engine.run();
+  if (!failure.empty()) throw InternalError(failure);
+  return controller.times;
+}
+
+}  // namespace fmsim::engine

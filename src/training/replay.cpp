@@ -1,0 +1,192 @@
+// Lowering a trace to an engine task graph and running it (see step_simulation.hpp).
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <spdlog/spdlog.h>
+
+#include "fmsim/collectives/cost.hpp"
+#include "fmsim/collectives/layout.hpp"
+#include "fmsim/collectives/tuning.hpp"
+#include "fmsim/common/error.hpp"
+#include "fmsim/compute/compute_model.hpp"
+#include "fmsim/engine/task_graph.hpp"
+#include "fmsim/training/step_simulation.hpp"
+#include "replay_internal.hpp"
+
+namespace fmsim::training {
+
+using workload::NodeType;
+using workload::TraceNode;
+
+double compute_node_s(const TraceNode& n, const hardware::GpuSpec& gpu) {
+  if (n.duration_s >= 0) return n.duration_s;
+  compute::ComputeModel model(gpu);
+  switch (n.kernel) {
+    case workload::Kernel::gemm: {
+      const auto precision = n.fp8 ? compute::MathPrecision::fp8 : compute::MathPrecision::bf16;
+      return n.repeat * model.gemm_s({n.m, n.n, n.k}, precision, n.sms_taken);
+    }
+    case workload::Kernel::attention_fwd: return model.attention_s(n.flops, false);
+    case workload::Kernel::attention_bwd: return model.attention_s(n.flops, true);
+    case workload::Kernel::memory:
+    case workload::Kernel::optimizer: return model.memory_s(n.bytes);
+  }
+  return 0.0;
+}
+
+namespace {
+
+class Lowering {
+ public:
+  Lowering(const workload::Trace& trace, const topology::ClusterGraph& cluster)
+      : trace_(trace), cluster_(cluster), net_(trace, cluster) {}
+
+  engine::SimTaskGraph lower() {
+    node_task_.assign(trace_.nodes.size(), -1);
+    for (const auto& node : trace_.nodes) place(node);
+    // Dependencies: data deps, plus the previous node of the same rank on the same stream.
+    std::map<std::pair<int, std::string>, int> last_on_stream;
+    std::vector<std::set<int>> deps(graph_.tasks.size());
+    for (const auto& node : trace_.nodes) {
+      const int task = node_task_[node.id];
+      for (int dep : node.deps) {
+        if (node_task_[dep] != task) deps[task].insert(node_task_[dep]);
+      }
+      if (!node.stream.empty()) {
+        auto key = std::make_pair(node.rank, node.stream);
+        auto it = last_on_stream.find(key);
+        if (it != last_on_stream.end() && node_task_[it->second] != task) deps[task].insert(node_task_[it->second]);
+        last_on_stream[key] = node.id;
+      }
+    }
+    for (std::size_t i = 0; i < deps.size(); ++i) graph_.tasks[i].deps.assign(deps[i].begin(), deps[i].end());
+    return std::move(graph_);
+  }
+
+  const std::vector<int>& node_task() const { return node_task_; }
+  NetworkModel& network() { return net_; }
+
+ private:
+  int new_task() {
+    graph_.tasks.emplace_back();
+    return static_cast<int>(graph_.tasks.size()) - 1;
+  }
+
+  void place(const TraceNode& node) {
+    switch (node.type) {
+      case NodeType::comp: {
+        int task = new_task();
+        graph_.tasks[task].delay_s = compute_node_s(node, cluster_.spec.gpu);
+        node_task_[node.id] = task;
+        return;
+      }
+      case NodeType::coll: return place_collective(node);
+      case NodeType::send:
+      case NodeType::recv: return place_p2p(node);
+    }
+  }
+
+  void place_collective(const TraceNode& node) {
+    const auto& comm = trace_.comms.at(node.comm);
+    // The n-th call of a rank on a communicator matches the n-th call of every other member.
+    const int sequence = calls_[{node.comm, node.rank}]++;
+    const auto key = std::make_tuple(node.comm, sequence);
+    auto it = joint_.find(key);
+    if (it != joint_.end()) {
+      const auto& first = trace_.nodes[it->second.first_node];
+      if (first.op != node.op || first.comm_bytes != node.comm_bytes) {
+        throw InputError("trace: rank " + std::to_string(node.rank) + " node " + std::to_string(node.id) + " (" + node.name +
+                         ") does not match the collective of rank " + std::to_string(first.rank) + " (node " +
+                         std::to_string(first.id) + ")");
+      }
+      node_task_[node.id] = it->second.task;
+      return;
+    }
+    int task = new_task();
+    node_task_[node.id] = task;
+    const bool joint = net_.all_members_simulated(comm);
+    if (!joint && !trace_.symmetric) {
+      throw InputError("trace: collective node " + std::to_string(node.id) + " on communicator " + std::to_string(comm.id) +
+                       " has members without nodes, and the trace is not marked symmetric");
+    }
+    net_.fill_collective(graph_.tasks[task], comm, node, joint);
+    if (joint) joint_[key] = {task, node.id};
+  }
+
+  void place_p2p(const TraceNode& node) {
+    const int src = node.type == NodeType::send ? node.rank : node.peer;
+    const int dst = node.type == NodeType::send ? node.peer : node.rank;
+    auto& waiting = open_p2p_[std::make_tuple(src, dst, node.tag)];
+    const int side = node.type == NodeType::send ? 0 : 1;
+    if (!waiting[1 - side].empty()) {  // the matching side came first: join its transfer
+      node_task_[node.id] = waiting[1 - side].front();
+      waiting[1 - side].pop_front();
+      return;
+    }
+    int task = new_task();
+    node_task_[node.id] = task;
+    net_.fill_p2p(graph_.tasks[task], src, dst, node.comm_bytes);
+    waiting[side].push_back(task);
+  }
+
+  struct Joint {
+    int task = 0;
+    int first_node = 0;
+  };
+  const workload::Trace& trace_;
+  const topology::ClusterGraph& cluster_;
+  NetworkModel net_;
+  engine::SimTaskGraph graph_;
+  std::vector<int> node_task_;
+  std::map<std::pair<int, int>, int> calls_;
+  std::map<std::tuple<int, int>, Joint> joint_;
+  std::map<std::tuple<int, int, int>, std::array<std::deque<int>, 2>> open_p2p_;  // (src, dst, tag) -> unmatched sends, receives
+};
+
+}  // namespace
+
+StepResult simulate_step(const workload::Trace& trace, const topology::ClusterGraph& cluster) {
+  if (static_cast<int>(trace.rank_gpu.size()) != trace.world) {
+    throw InputError("trace: rank_gpu lists " + std::to_string(trace.rank_gpu.size()) + " GPUs for a world of " +
+                     std::to_string(trace.world) + " ranks");
+  }
+  for (int gpu : trace.rank_gpu) {
+    if (gpu < 0 || gpu >= cluster.spec.total_gpus()) {
+      throw InputError("trace: GPU " + std::to_string(gpu) + " is outside the cluster (" + std::to_string(cluster.spec.total_gpus()) + " GPUs)");
+    }
+  }
+  Lowering lowering(trace, cluster);
+  engine::SimTaskGraph graph = lowering.lower();
+  engine::SimPlatform platform = lowering.network().platform();
+  spdlog::info("replaying {} trace nodes of {} ranks as {} tasks", trace.nodes.size(), trace.ranks.size(), graph.tasks.size());
+  engine::TaskTimes times = engine::simulate_tasks_in_child(platform, graph);
+
+  StepResult result;
+  result.step_time_s = times.makespan_s;
+  result.tasks = static_cast<long long>(graph.tasks.size());
+  result.flows = times.flows;
+  result.simulated_ranks = static_cast<int>(trace.ranks.size());
+  const auto& node_task = lowering.node_task();
+  result.node_start_s.resize(trace.nodes.size());
+  result.node_end_s.resize(trace.nodes.size());
+  for (std::size_t i = 0; i < trace.nodes.size(); ++i) {
+    result.node_start_s[i] = times.start_s[node_task[i]];
+    result.node_end_s[i] = times.end_s[node_task[i]];
+  }
+  for (std::size_t link = 0; link < platform.links.size(); ++link) {
+    const double utilization = result.step_time_s > 0
+                                   ? times.link_bytes[link] / (platform.links[link].bandwidth_Bps * result.step_time_s)
+                                   : 0.0;
+    if (utilization > result.busiest_link.utilization) {
+      result.busiest_link = {platform.links[link].name, times.link_bytes[link], utilization};
+    }
+  }
+  attribute_time(trace, result);
+  return result;
+}
+
+}  // namespace fmsim::training

@@ -1,0 +1,53 @@
+#pragma once
+// Pieces of the replay shared by replay.cpp, network_model.cpp and attribution.cpp.
+#include <map>
+#include <set>
+#include <string>
+
+#include "fmsim/collectives/cost.hpp"
+#include "fmsim/collectives/layout.hpp"
+#include "fmsim/engine/task_graph.hpp"
+#include "fmsim/training/step_simulation.hpp"
+
+namespace fmsim::training {
+
+/// The network side of the replay: one host per simulated rank (its GPU) with its rail links, stand-ins
+/// for symmetric peers, leaf uplinks when the fabric is oversubscribed; collective and p2p costs.
+class NetworkModel {
+ public:
+  NetworkModel(const workload::Trace& trace, const topology::ClusterGraph& cluster);
+
+  bool all_members_simulated(const workload::Communicator& comm) const;
+  /// Fills a task for a collective: `joint` (every member simulated) or symmetric (only `node.rank`).
+  void fill_collective(engine::SimTask& task, const workload::Communicator& comm, const workload::TraceNode& node, bool joint);
+  void fill_p2p(engine::SimTask& task, int src_rank, int dst_rank, double bytes);
+  engine::SimPlatform platform() const { return platform_; }
+
+ private:
+  int add_link(const std::string& name, double bandwidth_Bps);
+  int host_of_rank(int rank) const;
+  int route(int src_host, int dst_host, const std::vector<int>& links);
+  /// Links from the rail of `src_rank`'s GPU to the rail of `dst_gpu` (leaf uplinks when needed).
+  std::vector<int> rail_path(int src_rank, int dst_rank);
+  const collectives::CommLayout& layout(const workload::Communicator& comm);
+  const collectives::CollectiveCost& cost(const workload::Communicator& comm, collectives::Op op, double bytes);
+
+  const workload::Trace& trace_;
+  const topology::ClusterGraph& cluster_;
+  engine::SimPlatform platform_;
+  std::map<int, int> rank_host_;           ///< simulated rank -> host
+  std::map<int, int> rail_up_, rail_down_; ///< simulated rank -> link
+  std::map<int, int> peer_host_, far_peer_host_, spine_up_, spine_down_;  ///< symmetric stand-ins
+  std::map<std::pair<int, int>, std::pair<int, int>> uplinks_;            ///< (leaf group, rail) -> (up, down)
+  std::set<std::pair<int, int>> routed_;
+  std::set<int> simulated_;
+  std::map<int, collectives::CommLayout> layouts_;
+  std::map<std::tuple<int, int, double>, collectives::CollectiveCost> costs_;
+  bool oversubscribed_ = false;
+};
+
+/// Splits the critical rank's time line into compute, exposed communication by kind, optimizer and
+/// pipeline bubble (idle), filling result.breakdown_s and result.critical_rank.
+void attribute_time(const workload::Trace& trace, StepResult& result);
+
+}  // namespace fmsim::training

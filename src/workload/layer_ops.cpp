@@ -1,0 +1,243 @@
+// The kernels and collectives of one transformer layer on one rank (Megatron-Core with Transformer
+// Engine; MEGATRON-NOTES.md sections 4-6). Shapes are per rank: tensor parallelism splits the weight
+// matrices, sequence parallelism the tokens between TP regions, context parallelism the sequence.
+#include <algorithm>
+
+#include "fmsim/compute/compute_model.hpp"
+#include "trace_builder_internal.hpp"
+
+namespace fmsim::workload::detail {
+namespace {
+
+using collectives::Op;
+
+std::vector<int> after_of(int node) { return node >= 0 ? std::vector<int>{node} : std::vector<int>{}; }
+
+struct Shapes {
+  double h, q, kv, o_in, ffn_cols, ffn, tp;
+  bool gated;
+};
+
+Shapes shapes_of(const TraceWriter& w) {
+  const auto& m = w.s.model;
+  Shapes s{};
+  s.tp = w.s.parallelism.tp;
+  s.h = m.hidden;
+  s.q = m.q_dim() / s.tp;
+  s.kv = (m.mla ? m.heads * (m.mla_shape.qk_nope_head_dim + m.mla_shape.qk_rope_head_dim) + m.heads * m.mla_shape.v_head_dim
+                : 2.0 * m.kv_dim()) / 2.0 / s.tp;
+  s.o_in = (m.mla ? m.heads * m.mla_shape.v_head_dim : m.heads * m.head_dim) / s.tp;
+  s.gated = m.gated_mlp;
+  s.ffn = m.ffn / s.tp;
+  s.ffn_cols = s.ffn * (m.gated_mlp ? 2 : 1);
+  return s;
+}
+
+bool sliding(const ModelSpec& m, int layer) {
+  return m.sliding_window > 0 && layer < static_cast<int>(m.sliding_layers.size()) && m.sliding_layers[layer];
+}
+
+/// Forward attention FLOPs of one rank for one micro-batch (causal; CP splits the work evenly).
+double attention_forward_flops(const TraceWriter& w, int layer) {
+  const auto& m = w.s.model;
+  const int seq = w.s.training.seq;
+  const double window = sliding(m, layer) ? m.sliding_window : 0;
+  const double span = window > 0 && window < seq ? window * (1.0 - window / (2.0 * seq)) + 0.5 : seq / 2.0;
+  const double width = m.mla ? (m.heads * (m.mla_shape.qk_nope_head_dim + m.mla_shape.qk_rope_head_dim) +
+                                m.heads * m.mla_shape.v_head_dim) / 2.0
+                             : m.q_dim();
+  return 4.0 * w.tokens * span * width / w.s.parallelism.tp;
+}
+
+/// Tensor-parallel collective before a GEMM (all-gather) or after it (reduce-scatter / all-reduce),
+/// optionally overlapped with the GEMM (tp_comm_overlap: TE userbuffers). Returns the node ending both.
+struct TpGemm {
+  std::string name;
+  double m, n, k;
+  bool fp8 = true;
+};
+
+int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, const TpGemm& g, Op op, bool comm_first, int after) {
+  const auto& p = w.s.parallelism;
+  const bool fp8 = g.fp8 && w.s.training.precision == Precision::fp8;
+  const double bytes = static_cast<double>(w.tokens) * w.s.model.hidden * w.act_bytes;
+  if (p.tp == 1) return w.gemm(rank, g.name, g.m, g.n, g.k, fp8, after_of(after));
+  const std::string comm_name = g.name + (op == Op::all_gather ? ".ag" : op == Op::reduce_scatter ? ".rs" : ".ar");
+  if (!w.s.training.tp_comm_overlap) {
+    if (comm_first) {
+      int comm = w.collective(rank, c.tp, "tp", Category::tp_comm, op, bytes, comm_name, after_of(after));
+      return w.gemm(rank, g.name, g.m, g.n, g.k, fp8, {comm});
+    }
+    int gemm = w.gemm(rank, g.name, g.m, g.n, g.k, fp8, after_of(after));
+    return w.collective(rank, c.tp, "tp", Category::tp_comm, op, bytes, comm_name, {gemm});
+  }
+  // Overlapped: the GEMM runs with kOverlapCommSms SMs fewer while the collective proceeds beside it.
+  // A GEMM->RS pipeline leaves one of its 4 chunks exposed (MEGATRON-NOTES.md section 4).
+  int gemm = w.gemm(rank, g.name, g.m, g.n, g.k, fp8, after_of(after), 1, compute::kOverlapCommSms);
+  const double exposed = comm_first ? 0.0 : 0.25;
+  int comm = w.collective(rank, c.tp, "tp", Category::tp_comm, op, bytes * (1 - exposed), comm_name, after_of(after));
+  std::vector<int> both{gemm};
+  if (comm != after) both.push_back(comm);
+  if (exposed > 0) return w.collective(rank, c.tp, "tp", Category::tp_comm, op, bytes * exposed, comm_name + ".tail", both);
+  return w.memory(rank, g.name + ".join", 0, both);
+}
+
+/// Attention core with its context-parallel exchange. Returns the node ending both.
+int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int layer, bool backward, int after) {
+  const auto& p = w.s.parallelism;
+  const Shapes s = shapes_of(w);
+  const double fwd = attention_forward_flops(w, layer);
+  TraceNode node = w.compute(rank, backward ? "attn.bwd" : "attn.fwd", backward ? Kernel::attention_bwd : Kernel::attention_fwd);
+  node.flops = backward ? 2 * fwd : fwd;
+  node.deps = after_of(after);
+  if (p.cp == 1) return w.add(node);
+  const double kv_message = 2.0 * w.tokens * s.kv * w.act_bytes;  // K and V of this rank's chunk
+  if (p.cp_comm == CpCommType::p2p) {
+    // Ring exchange overlapped with the attention steps: cp - 1 KV messages forward, 2 (cp - 1) backward
+    // (KV and dKV), i.e. a ring all-gather of cp (or 2 cp) messages.
+    int attn = w.add(node);
+    int comm = w.collective(rank, c.cp, "cp", Category::cp_comm, Op::all_gather, (backward ? 2 : 1) * p.cp * kv_message,
+                            backward ? "cp.kv_dkv" : "cp.kv", after_of(after));
+    return w.memory(rank, "cp.join", 0, {attn, comm});
+  }
+  if (p.cp_comm == CpCommType::all_gather) {
+    if (!backward) {
+      int gather = w.collective(rank, c.cp, "cp", Category::cp_comm, Op::all_gather, p.cp * kv_message, "cp.kv_ag", after_of(after));
+      node.deps = {gather};
+      return w.add(node);
+    }
+    int attn = w.add(node);
+    return w.collective(rank, c.cp, "cp", Category::cp_comm, Op::reduce_scatter, p.cp * kv_message, "cp.dkv_rs", {attn});
+  }
+  // a2a (Ulysses): heads <-> sequence before and after attention, not overlapped.
+  const double qkv_bytes = w.tokens * (s.q + 2 * s.kv) * w.act_bytes;
+  const double out_bytes = w.tokens * s.o_in * w.act_bytes;
+  int before = w.collective(rank, c.cp, "cp", Category::cp_comm, Op::alltoall, backward ? out_bytes : qkv_bytes, "cp.a2a_in", after_of(after));
+  node.deps = {before};
+  int attn = w.add(node);
+  return w.collective(rank, c.cp, "cp", Category::cp_comm, Op::alltoall, backward ? qkv_bytes : out_bytes, "cp.a2a_out", {attn});
+}
+
+/// QKV (or MLA's down and up projections) forward GEMMs after the input all-gather.
+int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int after) {
+  const auto& m = w.s.model;
+  const Shapes s = shapes_of(w);
+  const double t = w.tokens;
+  if (!m.mla) return gemm_with_tp(w, rank, c, {"qkv", t, s.q + 2 * s.kv, s.h}, Op::all_gather, true, after);
+  const auto& a = m.mla_shape;
+  const double tp = s.tp;
+  int node = gemm_with_tp(w, rank, c, {"mla.kv_down", t, a.kv_lora_rank + a.qk_rope_head_dim, s.h}, Op::all_gather, true, after);
+  node = w.gemm(rank, "mla.kv_up", t, m.heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank,
+                w.s.training.precision == Precision::fp8, {node});
+  if (a.q_lora_rank > 0) {
+    node = w.gemm(rank, "mla.q_down", t, a.q_lora_rank, s.h, w.s.training.precision == Precision::fp8, {node});
+    return w.gemm(rank, "mla.q_up", t, s.q, a.q_lora_rank, w.s.training.precision == Precision::fp8, {node});
+  }
+  return w.gemm(rank, "mla.q", t, s.q, s.h, w.s.training.precision == Precision::fp8, {node});
+}
+
+/// The MoE block (alltoall dispatcher): router, permute, dispatch, experts, combine, unpermute; the
+/// shared experts run on the local tokens. `backward` doubles the GEMMs (dgrad + wgrad).
+int moe_block(TraceWriter& w, int rank, const Communicators& c, bool backward, int after) {
+  const auto& m = w.s.model;
+  const auto& p = w.s.parallelism;
+  const bool fp8 = w.s.training.precision == Precision::fp8;
+  const double h = m.hidden, topk = m.moe.experts_per_token, gated = m.gated_mlp ? 2 : 1;
+  const double tokens_in = w.tokens_sp;
+  const double a2a_bytes = tokens_in * topk * h * w.act_bytes;
+  const int local_experts = m.moe.experts / p.ep;
+  const double rows_per_expert = tokens_in * topk * p.etp / local_experts;
+  const double passes = backward ? 2 : 1;
+  int node = after;
+  if (!backward) node = w.gemm(rank, "moe.router", tokens_in, m.moe.experts, h, false, after_of(node));
+  node = w.memory(rank, "moe.permute", passes * 2 * tokens_in * topk * h * w.act_bytes, after_of(node));
+  node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, a2a_bytes, backward ? "moe.a2a_grad" : "moe.dispatch", after_of(node));
+  if (p.etp > 1) node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::all_gather, a2a_bytes * p.etp, "moe.etp_ag", after_of(node));
+  const double fc1_n = gated * m.moe.expert_ffn / p.etp, fc2_k = m.moe.expert_ffn / static_cast<double>(p.etp);
+  for (int pass = 0; pass < passes; ++pass) {
+    node = w.gemm(rank, "moe.fc1", rows_per_expert, fc1_n, h, fp8, after_of(node), local_experts);
+  }
+  node = w.memory(rank, "moe.act", passes * (gated + 1) * rows_per_expert * local_experts * fc2_k * w.act_bytes, after_of(node));
+  for (int pass = 0; pass < passes; ++pass) {
+    node = w.gemm(rank, "moe.fc2", rows_per_expert, h, fc2_k, fp8, after_of(node), local_experts);
+  }
+  if (p.etp > 1) node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::reduce_scatter, a2a_bytes * p.etp, "moe.etp_rs", after_of(node));
+  node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, a2a_bytes, backward ? "moe.a2a_grad2" : "moe.combine", after_of(node));
+  node = w.memory(rank, "moe.unpermute", passes * 2 * tokens_in * topk * h * w.act_bytes, after_of(node));
+  if (m.moe.shared_ffn > 0) {
+    for (int pass = 0; pass < passes; ++pass) node = w.gemm(rank, "moe.shared_fc1", tokens_in, gated * m.moe.shared_ffn, h, fp8, after_of(node));
+    for (int pass = 0; pass < passes; ++pass) node = w.gemm(rank, "moe.shared_fc2", tokens_in, h, m.moe.shared_ffn, fp8, after_of(node));
+  }
+  return node;
+}
+
+}  // namespace
+
+int emit_layer_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after, bool recompute) {
+  const auto& m = w.s.model;
+  const bool fp8 = w.s.training.precision == Precision::fp8;
+  const Shapes s = shapes_of(w);
+  const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
+  const std::string tag = recompute ? "recompute." : "";
+  (void)tag;
+  int node = w.memory(rank, "norm1", 2 * tsp * s.h * ab, after_of(after));
+  node = qkv_forward(w, rank, c, node);
+  node = w.memory(rank, "rope", 2 * t * (s.q + s.kv) * ab, {node});
+  node = attention_with_cp(w, rank, c, layer, false, node);
+  if (fp8) node = w.memory(rank, "cast.proj_in", 2 * t * s.o_in * ab, {node});  // quantize + transpose
+  const Op reduce = w.s.parallelism.sequence_parallel ? Op::reduce_scatter : Op::all_reduce;
+  node = gemm_with_tp(w, rank, c, {"proj", t, s.h, s.o_in}, reduce, false, node);
+  node = w.memory(rank, "residual_norm2", 5 * tsp * s.h * ab, {node});
+  if (m.layer_is_moe(layer)) {
+    node = moe_block(w, rank, c, false, node);
+  } else {
+    node = gemm_with_tp(w, rank, c, {"fc1", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
+    node = w.memory(rank, "act", (s.gated ? 3 : 2) * t * s.ffn * ab + (fp8 ? t * s.ffn * ab : 0), {node});
+    node = gemm_with_tp(w, rank, c, {"fc2", t, s.h, s.ffn}, reduce, false, node);
+  }
+  return w.memory(rank, "residual", 3 * tsp * s.h * ab, {node});
+}
+
+int emit_layer_backward(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
+  const auto& m = w.s.model;
+  const auto& tr = w.s.training;
+  const bool fp8 = tr.precision == Precision::fp8;
+  const Shapes s = shapes_of(w);
+  const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
+  int node = after;
+  if (tr.recompute == Recompute::full) node = emit_layer_forward(w, rank, c, layer, node, true);
+  const Op reduce = w.s.parallelism.sequence_parallel ? Op::reduce_scatter : Op::all_reduce;
+  const Op gather = Op::all_gather;
+  const bool sp = w.s.parallelism.sequence_parallel;
+  // MLP (or MoE) backward: grad all-gather -> FC2 dgrad/wgrad -> act' -> FC1 dgrad/wgrad -> reduce.
+  if (m.layer_is_moe(layer)) {
+    node = moe_block(w, rank, c, true, node);
+  } else {
+    if (sp) node = gemm_with_tp(w, rank, c, {"fc2.dgrad", t, s.ffn, s.h}, gather, true, node);
+    else node = w.gemm(rank, "fc2.dgrad", t, s.ffn, s.h, fp8, {node});
+    node = w.gemm(rank, "fc2.wgrad", s.h, s.ffn, t, fp8, {node});
+    node = w.memory(rank, "act.bwd", 2 * (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
+    node = gemm_with_tp(w, rank, c, {"fc1.dgrad", t, s.h, s.ffn_cols}, reduce, false, node);
+    if (sp) node = gemm_with_tp(w, rank, c, {"fc1.wgrad", s.ffn_cols, s.h, t}, gather, true, node);  // LN output again
+    else node = w.gemm(rank, "fc1.wgrad", s.ffn_cols, s.h, t, fp8, {node});
+  }
+  node = w.memory(rank, "norm2.bwd", 2 * 5 * tsp * s.h * ab, {node});
+  // Attention backward.
+  if (sp) node = gemm_with_tp(w, rank, c, {"proj.dgrad", t, s.o_in, s.h}, gather, true, node);
+  else node = w.gemm(rank, "proj.dgrad", t, s.o_in, s.h, fp8, {node});
+  node = w.gemm(rank, "proj.wgrad", s.h, s.o_in, t, fp8, {node});
+  if (tr.recompute == Recompute::selective) {
+    TraceNode again = w.compute(rank, "attn.recompute", Kernel::attention_fwd);
+    again.flops = attention_forward_flops(w, layer);
+    again.deps = {node};
+    node = w.add(again);
+  }
+  node = attention_with_cp(w, rank, c, layer, true, node);
+  node = w.memory(rank, "rope.bwd", 2 * t * (s.q + s.kv) * ab, {node});
+  node = gemm_with_tp(w, rank, c, {"qkv.dgrad", t, s.h, s.q + 2 * s.kv}, reduce, false, node);
+  if (sp) node = gemm_with_tp(w, rank, c, {"qkv.wgrad", s.q + 2 * s.kv, s.h, t}, gather, true, node);
+  else node = w.gemm(rank, "qkv.wgrad", s.q + 2 * s.kv, s.h, t, fp8, {node});
+  return w.memory(rank, "norm1.bwd", 2 * 2 * tsp * s.h * ab, {node});
+}
+
+}  // namespace fmsim::workload::detail

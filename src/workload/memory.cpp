@@ -1,0 +1,140 @@
+// Memory per GPU (see memory.hpp).
+#include "fmsim/workload/memory.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "fmsim/units/format.hpp"
+#include "fmsim/workload/pipeline_schedule.hpp"
+
+namespace fmsim::workload {
+
+double activation_bytes_per_layer(const Scenario& s, int layer) {
+  const auto& m = s.model;
+  const auto& p = s.parallelism;
+  const auto& t = s.training;
+  const double tokens = static_cast<double>(p.micro_batch) * t.seq / p.cp;  // this GPU's sequence chunk
+  const double tp = p.tp, h = m.hidden;
+  const double sp_share = p.sequence_parallel ? 1.0 / tp : 1.0;  // LayerNorm/dropout regions
+  const double linear_in = t.precision == Precision::fp8 ? 1.0 : 2.0;  // FP8 keeps GEMM inputs in FP8
+  if (t.recompute == Recompute::full) return 2.0 * tokens * h * sp_share;  // only the layer input
+  const double q = m.q_dim() / tp;
+  const double kv = (m.mla ? m.heads * (m.mla_shape.qk_nope_head_dim + m.mla_shape.qk_rope_head_dim + m.mla_shape.v_head_dim) / 2.0
+                           : m.kv_dim()) / tp;
+  const double o_in = (m.mla ? m.heads * m.mla_shape.v_head_dim : m.heads * m.head_dim) / tp;
+  // Attention block (Korthikanti et al. 2022, table 2, with flash attention: no s^2 scores):
+  // LN input 2, QKV input (LN output), Q/K/V for the attention backward, attention output (proj input),
+  // dropout mask 1 byte/element.
+  // Under sequence parallelism Transformer Engine keeps the LayerNorm output sharded and gathers it
+  // again in backward. Checks: 34 sbh/t for MHA, ffn = 4h, BF16 with SP; sbh (10 + 24/t) without SP.
+  double bytes = tokens * h * sp_share * (2 + linear_in + 1) + 2.0 * tokens * (q + 2 * kv) + tokens * o_in * linear_in;
+  // MLP block: LN input, LN output (FC1 input), mask; FC1 output (both halves when gated), FC2 input.
+  bytes += tokens * h * sp_share * (2 + linear_in + 1);
+  if (m.layer_is_moe(layer)) {
+    const double rows = tokens * sp_share * m.moe.experts_per_token * p.etp;  // routed rows this GPU computes
+    const double ffn = m.moe.expert_ffn / static_cast<double>(p.etp);
+    bytes += rows * h * 2.0 + rows * ffn * (m.gated_mlp ? 2 : 1) * 2.0 + rows * ffn * linear_in;
+    const double shared = m.moe.shared_ffn;
+    bytes += tokens * sp_share * shared * ((m.gated_mlp ? 2 : 1) * 2.0 + linear_in);
+  } else {
+    const double ffn = m.ffn / tp;
+    bytes += tokens * ffn * (m.gated_mlp ? 2 : 1) * 2.0 + tokens * ffn * linear_in;
+  }
+  return bytes;
+}
+
+MemoryReport estimate_memory(const Scenario& s) {
+  const auto& m = s.model;
+  const auto& p = s.parallelism;
+  const auto& t = s.training;
+  MemoryReport report;
+  report.hbm_bytes = s.cluster.gpu.hbm_bytes;
+  const auto layers = stage_layers(m.layers, p.pp * p.vp);
+  const ParameterCounts counts = count_parameters(m);
+  const double vocab_h = static_cast<double>(padded_vocab(m.vocab, p.tp)) * m.hidden / p.tp;
+  const double dense_shards = p.dp * p.cp;
+  const double expert_shards = static_cast<double>(p.tp) * p.cp * p.dp / (p.ep * p.etp);
+  const double grad_bytes = t.grad_reduce_in_fp32 ? 4.0 : 2.0;
+  const double tokens = static_cast<double>(p.micro_batch) * t.seq / p.cp;
+  for (int rank = 0; rank < p.pp; ++rank) {
+    MemoryBreakdown b;
+    b.pipeline_rank = rank;
+    double dense = 0, expert = 0;
+    std::vector<double> chunk_activation(p.vp, 0.0);
+    for (int chunk = 0; chunk < p.vp; ++chunk) {
+      const int stage = chunk * p.pp + rank;
+      for (int layer = layers[stage].first; layer < layers[stage].second; ++layer) {
+        const double experts = m.layer_is_moe(layer) ? counts.expert_per_moe_layer : 0.0;
+        dense += (layer_parameters(m, layer) - experts) / p.tp;
+        expert += experts / (p.ep * p.etp);
+        chunk_activation[chunk] += activation_bytes_per_layer(s, layer);
+      }
+      if (stage == 0) {
+        dense += vocab_h;
+        chunk_activation[chunk] += 2.0 * tokens * m.hidden / (p.sequence_parallel ? p.tp : 1);
+      }
+      if (stage == p.pp * p.vp - 1) {
+        if (!m.tied_embeddings || p.pp * p.vp > 1) dense += vocab_h;
+        chunk_activation[chunk] += 4.0 * tokens * padded_vocab(m.vocab, p.tp) / p.tp;  // FP32 logits for the loss
+      }
+    }
+    b.parameters_local = dense + expert;
+    // Weights: BF16 (plus an FP8 copy of the GEMM weights under FP8 training, unless gathered in FP8).
+    const double weight_bytes = t.precision == Precision::fp8 && !t.fp8_param_gather ? 3.0 : 2.0;
+    const bool zero3 = p.sharding == Sharding::optim_grads_params;
+    const bool zero2 = zero3 || p.sharding == Sharding::optim_grads;
+    const bool zero1 = zero2 || p.sharding == Sharding::optim;
+    auto sharded = [&](double per_param, bool shard) {
+      return shard ? per_param * (dense / dense_shards + expert / expert_shards) : per_param * (dense + expert);
+    };
+    b.weights_bytes = sharded(weight_bytes, zero3);
+    if (zero3) {
+      // About two FSDP units (here: layers) unsharded at a time, double-buffered.
+      double largest = 0;
+      for (int layer = 0; layer < m.layers; ++layer) largest = std::max(largest, layer_parameters(m, layer) / p.tp);
+      b.weights_bytes += 2 * largest * weight_bytes;
+    }
+    b.gradients_bytes = sharded(grad_bytes, zero2);
+    b.optimizer_bytes = sharded(12.0, zero1);  // FP32 master weights and two Adam moments
+    // In-flight micro-batches: the warm-up forwards plus the one being run (per model chunk).
+    const auto order = pipeline_order(p.pp, p.vp, p.microbatches, rank);
+    std::vector<int> live(p.vp, 0);
+    double peak = 0, current = 0;
+    int peak_microbatches = 0, in_flight = 0;
+    for (const auto& pass : order) {
+      double delta = chunk_activation[pass.chunk];
+      if (pass.forward) {
+        current += delta;
+        ++in_flight;
+      } else {
+        current -= delta;
+        --in_flight;
+      }
+      if (current > peak) {
+        peak = current;
+        peak_microbatches = in_flight;
+      }
+    }
+    b.activations_bytes = peak;
+    b.inflight_microbatches = p.vp > 1 ? peak_microbatches / static_cast<double>(p.vp) : peak_microbatches;
+    b.total_bytes = b.weights_bytes + b.gradients_bytes + b.optimizer_bytes + b.activations_bytes + b.reserved_bytes;
+    report.by_pipeline_rank.push_back(b);
+    if (b.total_bytes > report.peak.total_bytes) report.peak = b;
+  }
+  report.oom = report.peak.total_bytes > report.hbm_bytes;
+  return report;
+}
+
+std::string describe_oom(const MemoryReport& r) {
+  const auto& b = r.peak;
+  auto gb = [](double bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
+    return std::string(text);
+  };
+  return "needs " + gb(b.total_bytes) + " per GPU on pipeline rank " + std::to_string(b.pipeline_rank) + " but the GPU has " +
+         gb(r.hbm_bytes) + " (weights " + gb(b.weights_bytes) + ", gradients " + gb(b.gradients_bytes) + ", optimizer " +
+         gb(b.optimizer_bytes) + ", activations " + gb(b.activations_bytes) + ", reserved " + gb(b.reserved_bytes) + ")";
+}
+
+}  // namespace fmsim::workload

@@ -1,0 +1,190 @@
+// Hugging Face config.json -> ModelSpec. The key names are the ones HF model classes use (LlamaConfig,
+// MixtralConfig, Qwen3MoeConfig, DeepseekV3Config, GptOssConfig, NemotronConfig, GPT2Config); keys that
+// fmsim does not need are ignored, as HF configs carry many.
+#include <algorithm>
+#include <cstdlib>
+
+#include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
+#include "fmsim/workload/model.hpp"
+
+namespace fmsim::workload {
+namespace {
+
+using nlohmann::json;
+
+class HfReader {
+ public:
+  HfReader(const json& config, std::string file) : config_(config), file_(std::move(file)) {
+    if (!config_.is_object()) throw InputError(file_ + ": expected a JSON object (a Hugging Face config.json)");
+  }
+  /// The first of `keys` present and not null, as a positive integer; `fallback` if none (< 0: required).
+  int integer(const std::vector<std::string>& keys, int fallback, int minimum = 1) const {
+    for (const auto& key : keys) {
+      auto it = config_.find(key);
+      if (it == config_.end() || it->is_null()) continue;
+      if (!it->is_number_integer() || it->get<long long>() < minimum) {
+        throw InputError(file_ + ": /" + key + " = " + it->dump() + ": expected an integer >= " + std::to_string(minimum));
+      }
+      return static_cast<int>(it->get<long long>());
+    }
+    if (fallback < 0) {
+      throw InputError(file_ + ": missing key '" + keys.front() + "' (a Hugging Face config.json needs it)");
+    }
+    return fallback;
+  }
+  std::string text(const std::string& key, const std::string& fallback) const {
+    auto it = config_.find(key);
+    if (it == config_.end() || it->is_null()) return fallback;
+    if (!it->is_string()) throw InputError(file_ + ": /" + key + " = " + it->dump() + ": expected a string");
+    return it->get<std::string>();
+  }
+  bool flag(const std::string& key, bool fallback) const {
+    auto it = config_.find(key);
+    if (it == config_.end() || it->is_null()) return fallback;
+    if (!it->is_boolean()) throw InputError(file_ + ": /" + key + " = " + it->dump() + ": expected true or false");
+    return it->get<bool>();
+  }
+  const json* find(const std::string& key) const {
+    auto it = config_.find(key);
+    return it == config_.end() || it->is_null() ? nullptr : &*it;
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& value, const std::string& expected) const {
+    throw InputError(file_ + ": /" + key + " = " + value + ": " + expected);
+  }
+
+ private:
+  const json& config_;
+  std::string file_;
+};
+
+bool gated_activation(const std::string& act, const std::string& model_type) {
+  static const std::vector<std::string> gated = {"silu", "swish", "swiglu", "geglu"};
+  if (std::find(gated.begin(), gated.end(), act) != gated.end()) return true;
+  return model_type.rfind("gemma", 0) == 0;  // Gemma: GeGLU with gelu_pytorch_tanh
+}
+
+void read_sliding_window(const HfReader& hf, ModelSpec& model) {
+  if (!hf.flag("use_sliding_window", true)) return;
+  int window = hf.integer({"sliding_window"}, 0);
+  if (window <= 0) return;
+  model.sliding_window = window;
+  model.sliding_layers.assign(model.layers, true);
+  if (const json* types = hf.find("layer_types")) {
+    if (!types->is_array() || static_cast<int>(types->size()) != model.layers) {
+      hf.fail("layer_types", types->dump().substr(0, 60), "expected one entry per layer (num_hidden_layers)");
+    }
+    for (int i = 0; i < model.layers; ++i) {
+      model.sliding_layers[i] = (*types)[i].is_string() && (*types)[i].get<std::string>() == "sliding_attention";
+    }
+  }
+}
+
+}  // namespace
+
+ModelSpec model_from_hf_config(const json& config, const std::string& file) {
+  HfReader hf(config, file);
+  ModelSpec m;
+  m.source = file;
+  m.model_type = hf.text("model_type", "");
+  m.name = hf.text("_name_or_path", hf.text("name", std::filesystem::path(file).stem().string()));
+  m.hidden = hf.integer({"hidden_size", "n_embd", "d_model"}, -1);
+  m.layers = hf.integer({"num_hidden_layers", "n_layer", "num_layers"}, -1);
+  m.heads = hf.integer({"num_attention_heads", "n_head"}, -1);
+  m.kv_heads = hf.integer({"num_key_value_heads", "num_query_groups"}, m.heads);
+  m.head_dim = hf.integer({"head_dim", "kv_channels"}, 0);
+  if (m.head_dim == 0) {
+    if (m.hidden % m.heads != 0) hf.fail("num_attention_heads", std::to_string(m.heads), "does not divide hidden_size and no head_dim is given");
+    m.head_dim = m.hidden / m.heads;
+  }
+  if (m.heads % m.kv_heads != 0) {
+    hf.fail("num_key_value_heads", std::to_string(m.kv_heads), "expected a divisor of num_attention_heads (" + std::to_string(m.heads) + ")");
+  }
+  m.ffn = hf.integer({"intermediate_size", "n_inner", "ffn_hidden_size"}, 4 * m.hidden);
+  m.vocab = hf.integer({"vocab_size", "padded_vocab_size"}, -1);
+  const std::string act = hf.text("hidden_act", hf.text("activation_function", "silu"));
+  m.gated_mlp = hf.flag("gated_linear_unit", gated_activation(act, m.model_type));
+  m.tied_embeddings = hf.flag("tie_word_embeddings", false);
+  const bool qwen2_family = m.model_type.rfind("qwen2", 0) == 0;
+  m.attention_bias = hf.flag("attention_bias", hf.flag("add_bias_linear", qwen2_family));
+  m.mlp_bias = hf.flag("mlp_bias", hf.flag("add_bias_linear", false));
+  if (hf.text("position_embedding_type", "rope").find("learned") != std::string::npos) {
+    m.learned_positions = hf.integer({"max_position_embeddings", "n_positions"}, -1);
+  }
+  read_sliding_window(hf, m);
+
+  if (hf.find("kv_lora_rank")) {
+    m.mla = true;
+    m.mla_shape.kv_lora_rank = hf.integer({"kv_lora_rank"}, -1);
+    m.mla_shape.q_lora_rank = hf.integer({"q_lora_rank"}, 0, 0);
+    m.mla_shape.qk_nope_head_dim = hf.integer({"qk_nope_head_dim"}, -1);
+    m.mla_shape.qk_rope_head_dim = hf.integer({"qk_rope_head_dim"}, -1);
+    m.mla_shape.v_head_dim = hf.integer({"v_head_dim"}, -1);
+  }
+
+  m.moe.experts = hf.integer({"num_local_experts", "n_routed_experts", "num_experts"}, 0, 0);
+  if (m.moe.experts > 0) {
+    m.moe.experts_per_token = hf.integer({"num_experts_per_tok", "experts_per_token", "moe_router_topk"}, -1);
+    if (m.moe.experts_per_token > m.moe.experts) {
+      hf.fail("num_experts_per_tok", std::to_string(m.moe.experts_per_token), "expected at most the number of experts (" + std::to_string(m.moe.experts) + ")");
+    }
+    m.moe.expert_ffn = hf.integer({"moe_intermediate_size", "moe_ffn_hidden_size"}, m.ffn);
+    int shared_count = hf.integer({"n_shared_experts", "num_shared_experts"}, 0, 0);
+    m.moe.shared_ffn = hf.integer({"shared_expert_intermediate_size"}, shared_count * m.moe.expert_ffn, 0);
+    m.moe.first_dense_layers = hf.integer({"first_k_dense_replace"}, 0, 0);
+    m.moe.layer_frequency = hf.integer({"moe_layer_freq", "decoder_sparse_step"}, 1);
+  }
+  if (m.layers <= 0 || m.hidden <= 0) hf.fail("num_hidden_layers", std::to_string(m.layers), "expected a positive integer");
+  return m;
+}
+
+std::filesystem::path default_presets_dir() {
+  if (const char* dir = std::getenv("FMSIM_MODELS_DIR")) return dir;
+  return FMSIM_DEFAULT_MODELS_DIR;
+}
+
+std::vector<std::string> preset_names(const std::filesystem::path& presets_dir) {
+  std::vector<std::string> names;
+  std::error_code ignored;
+  for (const auto& entry : std::filesystem::directory_iterator(presets_dir, ignored)) {
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+ModelSpec load_model(const std::string& name_or_path, const std::filesystem::path& presets_dir) {
+  std::filesystem::path path = name_or_path;
+  const bool looks_like_path = name_or_path.find('/') != std::string::npos || path.extension() == ".json";
+  if (!looks_like_path) {
+    path = presets_dir / (name_or_path + ".json");
+    if (!std::filesystem::exists(path)) {
+      std::string known;
+      for (const auto& name : preset_names(presets_dir)) known += (known.empty() ? "" : ", ") + name;
+      throw InputError("model '" + name_or_path + "': no such preset (known presets: " + known +
+                       "; or give the path of a Hugging Face config.json)");
+    }
+  }
+  config::JsonFile file = config::load_json_file(path);
+  ModelSpec model = model_from_hf_config(file.root, file.path);
+  if (!looks_like_path) model.name = name_or_path;
+  return model;
+}
+
+bool ModelSpec::layer_is_moe(int layer) const {
+  if (!is_moe() || layer < moe.first_dense_layers) return false;
+  return (layer - moe.first_dense_layers) % moe.layer_frequency == 0;
+}
+
+int ModelSpec::moe_layers() const {
+  int count = 0;
+  for (int i = 0; i < layers; ++i) count += layer_is_moe(i) ? 1 : 0;
+  return count;
+}
+
+int ModelSpec::q_dim() const {
+  return mla ? heads * (mla_shape.qk_nope_head_dim + mla_shape.qk_rope_head_dim) : heads * head_dim;
+}
+int ModelSpec::kv_dim() const { return kv_heads * head_dim; }
+
+}  // namespace fmsim::workload

@@ -1,0 +1,141 @@
+// Reading and validating the parallel strategy (Megatron-Core argument names).
+#include "fmsim/workload/parallelism.hpp"
+
+#include "fmsim/common/error.hpp"
+
+namespace fmsim::workload {
+
+using config::ObjectReader;
+
+Parallelism read_parallelism(ObjectReader& r, int gpus) {
+  Parallelism p;
+  p.tp = static_cast<int>(r.int_or("tensor_model_parallel_size", 1, 1));
+  p.pp = static_cast<int>(r.int_or("pipeline_model_parallel_size", 1, 1));
+  p.vp = r.has("virtual_pipeline_model_parallel_size") && r.required_value("virtual_pipeline_model_parallel_size").is_null()
+             ? 1
+             : static_cast<int>(r.int_or("virtual_pipeline_model_parallel_size", 1, 1));
+  p.cp = static_cast<int>(r.int_or("context_parallel_size", 1, 1));
+  p.ep = static_cast<int>(r.int_or("expert_model_parallel_size", 1, 1));
+  p.etp = static_cast<int>(r.int_or("expert_tensor_parallel_size", p.tp, 1));
+  p.sequence_parallel = r.bool_or("sequence_parallel", p.tp > 1);
+  p.micro_batch = static_cast<int>(r.int_or("micro_batch_size", 1, 1));
+  p.global_batch = static_cast<int>(r.required_int("global_batch_size", 1));
+  const bool distributed_optimizer = r.bool_or("use_distributed_optimizer", true);
+  const std::string sharding = r.choice_or("data_parallel_sharding_strategy",
+                                           {"no_shard", "optim", "optim_grads", "optim_grads_params"},
+                                           distributed_optimizer ? "optim" : "no_shard");
+  p.sharding = sharding == "no_shard" ? Sharding::no_shard
+               : sharding == "optim"  ? Sharding::optim
+               : sharding == "optim_grads" ? Sharding::optim_grads
+                                           : Sharding::optim_grads_params;
+  const std::string cp_comm = r.choice_or("cp_comm_type", {"p2p", "all_gather", "a2a"}, "p2p");
+  p.cp_comm = cp_comm == "p2p" ? CpCommType::p2p : cp_comm == "all_gather" ? CpCommType::all_gather : CpCommType::a2a;
+  const int model_parallel = p.tp * p.pp * p.cp;
+  if (gpus % model_parallel != 0) {
+    throw InputError(r.file() + ": " + r.path_of("tensor_model_parallel_size") + ": " + std::to_string(gpus) +
+                     " GPUs are not divisible by TP x PP x CP = " + std::to_string(p.tp) + " x " + std::to_string(p.pp) +
+                     " x " + std::to_string(p.cp) + " = " + std::to_string(model_parallel));
+  }
+  p.dp = gpus / model_parallel;
+  if (r.has("data_parallel_size")) {
+    int given = static_cast<int>(r.required_int("data_parallel_size", 1));
+    if (given != p.dp) {
+      r.fail("data_parallel_size", "the derived value " + std::to_string(p.dp) + " (GPUs / (TP x PP x CP)); leave it out");
+    }
+  }
+  if (p.global_batch % (p.micro_batch * p.dp) != 0) {
+    throw InputError(r.file() + ": " + r.path_of("global_batch_size") + " = " + std::to_string(p.global_batch) +
+                     ": expected a multiple of micro_batch_size x data parallel size = " + std::to_string(p.micro_batch) +
+                     " x " + std::to_string(p.dp) + " = " + std::to_string(p.micro_batch * p.dp));
+  }
+  p.microbatches = p.global_batch / (p.micro_batch * p.dp);
+  r.reject_unknown_keys();
+  return p;
+}
+
+TrainingOptions read_training(ObjectReader& r) {
+  TrainingOptions t;
+  t.seq = static_cast<int>(r.int_or("seq_length", 4096, 1));
+  t.precision = r.choice_or("precision", {"bf16", "fp8"}, "bf16") == "fp8" ? Precision::fp8 : Precision::bf16;
+  const std::string recompute = r.choice_or("recompute_granularity", {"none", "selective", "full"}, "none");
+  t.recompute = recompute == "none" ? Recompute::none : recompute == "selective" ? Recompute::selective : Recompute::full;
+  t.overlap_grad_reduce = r.bool_or("overlap_grad_reduce", true);
+  t.overlap_param_gather = r.bool_or("overlap_param_gather", true);
+  t.tp_comm_overlap = r.bool_or("tp_comm_overlap", false);
+  t.grad_reduce_in_fp32 = r.bool_or("grad_reduce_in_fp32", false);
+  t.fp8_param_gather = r.bool_or("fp8_param_gather", false);
+  t.bucket_params = r.number_or("bucket_size", 0.0, -1.0);
+  r.reject_unknown_keys();
+  return t;
+}
+
+void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m, const hardware::GpuSpec& gpu,
+              const std::string& where) {
+  auto fail = [&](const std::string& key, int value, const std::string& why) {
+    throw InputError(where + ": " + key + " = " + std::to_string(value) + ": " + why);
+  };
+  const std::string tp_key = "/parallelism/tensor_model_parallel_size";
+  if (m.heads % p.tp != 0) fail(tp_key, p.tp, "does not divide the model's " + std::to_string(m.heads) + " attention heads");
+  if (!m.mla && m.kv_heads % p.tp != 0) {
+    fail(tp_key, p.tp, "does not divide the model's " + std::to_string(m.kv_heads) + " key/value heads (num_query_groups)");
+  }
+  if (m.ffn % p.tp != 0) fail(tp_key, p.tp, "does not divide the MLP intermediate size " + std::to_string(m.ffn));
+  if (p.pp * p.vp > m.layers) {
+    fail("/parallelism/pipeline_model_parallel_size", p.pp,
+         "x virtual stages " + std::to_string(p.vp) + " exceeds the model's " + std::to_string(m.layers) + " layers");
+  }
+  if (p.vp > 1 && p.pp == 1) fail("/parallelism/virtual_pipeline_model_parallel_size", p.vp, "needs pipeline_model_parallel_size > 1");
+  if (p.vp > 1 && p.microbatches < p.pp) {
+    fail("/parallelism/global_batch_size", p.global_batch,
+         "gives " + std::to_string(p.microbatches) + " micro-batches per pipeline; the interleaved schedule needs at least "
+         "pipeline_model_parallel_size = " + std::to_string(p.pp));
+  }
+  if (p.vp > 1 && p.microbatches % p.pp != 0) {
+    // Megatron's get_schedule_table rejects a remainder smaller than the group size (pp).
+    fail("/parallelism/global_batch_size", p.global_batch,
+         "gives " + std::to_string(p.microbatches) + " micro-batches per pipeline, not a multiple of "
+         "pipeline_model_parallel_size = " + std::to_string(p.pp) + " (the interleaved schedule needs it)");
+  }
+  if (p.sequence_parallel && p.tp > 1 && t.seq / p.cp % p.tp != 0) {
+    fail("/training/seq_length", t.seq, "must be divisible by context x tensor parallel size for sequence parallelism");
+  }
+  if (p.cp > 1 && t.seq % (2 * p.cp) != 0) {
+    fail("/training/seq_length", t.seq, "must be divisible by 2 x context_parallel_size (load-balanced chunks)");
+  }
+  if (p.ep > 1 && !m.is_moe()) fail("/parallelism/expert_model_parallel_size", p.ep, "needs a mixture-of-experts model");
+  if (m.is_moe()) {
+    if (m.moe.experts % p.ep != 0) {
+      fail("/parallelism/expert_model_parallel_size", p.ep, "does not divide the model's " + std::to_string(m.moe.experts) + " experts");
+    }
+    if ((p.tp * p.cp * p.dp) % (p.ep * p.etp) != 0) {
+      fail("/parallelism/expert_model_parallel_size", p.ep,
+           "x expert_tensor_parallel_size " + std::to_string(p.etp) + " must divide TP x CP x DP = " +
+               std::to_string(p.tp * p.cp * p.dp));
+    }
+    if (m.moe.expert_ffn % p.etp != 0) {
+      fail("/parallelism/expert_tensor_parallel_size", p.etp, "does not divide the expert intermediate size " + std::to_string(m.moe.expert_ffn));
+    }
+  }
+  if (t.precision == Precision::fp8 && gpu.fp8_dense_flops <= 0) {
+    throw InputError(where + ": /training/precision = \"fp8\": the " + gpu.name + " has no FP8 tensor cores (use bf16)");
+  }
+  if (t.tp_comm_overlap && (p.tp < 2 || !p.sequence_parallel)) {
+    throw InputError(where + ": /training/tp_comm_overlap = true: needs tensor_model_parallel_size >= 2 and sequence_parallel");
+  }
+}
+
+std::string to_string(Precision precision) { return precision == Precision::fp8 ? "fp8" : "bf16"; }
+std::string to_string(Recompute recompute) {
+  return recompute == Recompute::none ? "none" : recompute == Recompute::selective ? "selective" : "full";
+}
+std::string to_string(Sharding sharding) {
+  switch (sharding) {
+    case Sharding::no_shard: return "no_shard";
+    case Sharding::optim: return "optim";
+    case Sharding::optim_grads: return "optim_grads";
+    case Sharding::optim_grads_params: return "optim_grads_params";
+  }
+  return "optim";
+}
+
+}  // namespace fmsim::workload

@@ -1,0 +1,126 @@
+// Scenario files: reading, --set overrides, and expansion of cluster/model references.
+#include "fmsim/workload/scenario.hpp"
+
+#include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
+#include "fmsim/config/object_reader.hpp"
+
+namespace fmsim::workload {
+namespace {
+
+using nlohmann::json;
+
+std::filesystem::path resolve_path(const std::string& text, const std::filesystem::path& base_dir) {
+  std::filesystem::path path = text;
+  if (path.is_absolute()) return path;
+  if (std::filesystem::exists(base_dir / path)) return base_dir / path;
+  return path;  // relative to the working directory; load_json_file names it if missing
+}
+
+/// "cluster": "file.json" or {"base": "file.json", overrides...} or an inline cluster object.
+json expand_cluster(const json& value, const std::string& origin, const std::filesystem::path& base_dir) {
+  if (value.is_string()) return expand_cluster(json{{"base", value}}, origin, base_dir);
+  if (!value.is_object()) {
+    throw InputError(origin + ": /cluster = " + config::render_value(value) +
+                     ": expected a topology file name or an object (a cluster, or {\"base\": FILE, overrides})");
+  }
+  if (!value.contains("base")) return value;
+  if (!value["base"].is_string()) throw InputError(origin + ": /cluster/base: expected the path of a topology file");
+  json merged = config::load_json_file(resolve_path(value["base"].get<std::string>(), base_dir)).root;
+  json overrides = value;
+  overrides.erase("base");
+  merged.merge_patch(overrides);
+  return merged;
+}
+
+ModelSpec expand_model(const json& value, const std::string& origin, const std::filesystem::path& base_dir) {
+  if (value.is_string()) return expand_model(json{{"base", value}}, origin, base_dir);
+  if (!value.is_object()) {
+    throw InputError(origin + ": /model = " + config::render_value(value) +
+                     ": expected a preset name, a config.json path, or an object");
+  }
+  if (!value.contains("base")) return model_from_hf_config(value, origin + ": /model");
+  if (!value["base"].is_string()) throw InputError(origin + ": /model/base: expected a preset name or a config.json path");
+  const std::string base = value["base"].get<std::string>();
+  const bool is_path = base.find('/') != std::string::npos || base.size() > 5 && base.substr(base.size() - 5) == ".json";
+  ModelSpec preset = load_model(is_path ? resolve_path(base, base_dir).string() : base, default_presets_dir());
+  if (value.size() == 1) return preset;
+  json merged = config::load_json_file(is_path ? resolve_path(base, base_dir) : default_presets_dir() / (base + ".json")).root;
+  json overrides = value;
+  overrides.erase("base");
+  merged.merge_patch(overrides);
+  ModelSpec model = model_from_hf_config(merged, origin + ": /model");
+  model.name = preset.name;
+  return model;
+}
+
+}  // namespace
+
+void apply_set(json& root, const std::string& assignment) {
+  const auto equals = assignment.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    throw InputError("--set '" + assignment + "': expected PATH=VALUE, e.g. parallelism.tensor_model_parallel_size=4");
+  }
+  const std::string path = assignment.substr(0, equals), text = assignment.substr(equals + 1);
+  json value = json::parse(text, nullptr, false);
+  if (value.is_discarded()) value = text;
+  json* node = &root;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (key.empty()) throw InputError("--set '" + assignment + "': empty key in the path");
+    if (!node->is_object()) {
+      throw InputError("--set '" + assignment + "': '" + path.substr(0, start ? start - 1 : 0) + "' is not an object");
+    }
+    if (dot == std::string::npos) {
+      (*node)[key] = value;
+      return;
+    }
+    node = &(*node)[key];
+    if (node->is_null()) *node = json::object();
+    start = dot + 1;
+  }
+}
+
+Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& sets,
+                       const hardware::Catalog& catalog) {
+  config::JsonFile file = config::load_json_file(path);
+  if (!file.root.is_object()) throw InputError(file.path + ": expected a JSON object (a training scenario)");
+  // References become objects first, so "--set cluster.nodes=32" or "--set model.num_hidden_layers=4" work.
+  for (const char* key : {"cluster", "model"}) {
+    if (file.root.contains(key) && file.root[key].is_string()) file.root[key] = json{{"base", file.root[key]}};
+  }
+  for (const auto& assignment : sets) apply_set(file.root, assignment);
+  return scenario_from_json(file.root, file.path, path.parent_path(), catalog);
+}
+
+Scenario scenario_from_json(json document, const std::string& origin, const std::filesystem::path& base_dir,
+                            const hardware::Catalog& catalog) {
+  config::ObjectReader root(document, origin);
+  Scenario s;
+  s.file = origin;
+  s.resolved = document;
+  root.optional_string("schema");
+  root.optional_string("description");
+  s.name = root.string_or("name", std::filesystem::path(origin).stem().string());
+  const json& cluster_value = root.required_value("cluster");
+  s.cluster = topology::cluster_from_json(expand_cluster(cluster_value, origin, base_dir), origin + ": /cluster",
+                                          "cluster", catalog);
+  s.model = expand_model(root.required_value("model"), origin, base_dir);
+  config::ObjectReader training = root.required_object("training");
+  s.training = read_training(training);
+  config::ObjectReader parallelism = root.required_object("parallelism");
+  s.placement = topology::parse_placement_policy(parallelism.string_or("placement", "packed"));
+  s.seed = static_cast<std::uint64_t>(parallelism.int_or("placement_seed", 0, 0));
+  s.parallelism = read_parallelism(parallelism, s.cluster.total_gpus());
+  if (auto simulation = root.optional_object("simulation")) {
+    s.fidelity = simulation->choice_or("fidelity", {"fast", "full"}, "fast") == "full" ? Fidelity::full : Fidelity::fast;
+    simulation->reject_unknown_keys();
+  }
+  root.reject_unknown_keys();
+  validate(s.parallelism, s.training, s.model, s.cluster.gpu, origin);
+  return s;
+}
+
+}  // namespace fmsim::workload

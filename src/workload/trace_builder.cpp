@@ -1,0 +1,437 @@
+// One training step as a per-rank op graph: Megatron's pipeline schedule over the layers of each model
+// chunk, pipeline sends between stages, and data-parallel gradient/parameter traffic in buckets.
+#include "fmsim/workload/trace_builder.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "fmsim/common/error.hpp"
+#include "fmsim/workload/pipeline_schedule.hpp"
+#include "trace_builder_internal.hpp"
+
+namespace fmsim::workload {
+
+RankCoords coords_of(const Parallelism& p, int rank) {
+  RankCoords c;
+  c.tp = rank % p.tp;
+  rank /= p.tp;
+  c.cp = rank % p.cp;
+  rank /= p.cp;
+  c.dp = rank % p.dp;
+  c.pp = rank / p.dp;
+  return c;
+}
+
+int rank_of(const Parallelism& p, const RankCoords& c) { return c.tp + p.tp * (c.cp + p.cp * (c.dp + p.dp * c.pp)); }
+
+namespace detail {
+
+TraceWriter::TraceWriter(const Scenario& scenario, Trace& t) : s(scenario), trace(t) {
+  const auto& p = s.parallelism;
+  tokens = p.micro_batch * s.training.seq / p.cp;
+  tokens_sp = p.sequence_parallel ? tokens / p.tp : tokens;
+  vocab_padded = padded_vocab(s.model.vocab, p.tp);
+  act_bytes = activation_bytes();
+}
+
+int TraceWriter::comm(const std::string& kind, std::vector<int> ranks) {
+  for (const auto& existing : trace.comms) {
+    if (existing.kind == kind && existing.ranks == ranks) return existing.id;
+  }
+  Communicator c;
+  c.id = static_cast<int>(trace.comms.size());
+  c.kind = kind;
+  c.ranks = std::move(ranks);
+  trace.comms.push_back(std::move(c));
+  return trace.comms.back().id;
+}
+
+int TraceWriter::add(TraceNode node) {
+  node.id = static_cast<int>(trace.nodes.size());
+  trace.nodes.push_back(std::move(node));
+  return trace.nodes.back().id;
+}
+
+TraceNode TraceWriter::compute(int rank, const std::string& name, Kernel kernel, Category category) const {
+  TraceNode node;
+  node.rank = rank;
+  node.type = NodeType::comp;
+  node.category = category;
+  node.kernel = kernel;
+  node.name = name;
+  node.stream = "compute";
+  return node;
+}
+
+int TraceWriter::collective(int rank, int comm_id, const std::string& stream, Category category, collectives::Op op,
+                            double bytes, const std::string& name, std::vector<int> deps) {
+  if (comm_id < 0 || trace.comms[comm_id].ranks.size() < 2 || bytes <= 0) {
+    if (deps.size() == 1) return deps.front();
+    return memory(rank, name + ".join", 0, std::move(deps));
+  }
+  TraceNode node;
+  node.rank = rank;
+  node.type = NodeType::coll;
+  node.category = category;
+  node.name = name;
+  node.stream = stream;
+  node.op = op;
+  node.comm = comm_id;
+  node.comm_bytes = std::floor(bytes);
+  node.deps = std::move(deps);
+  return add(std::move(node));
+}
+
+int TraceWriter::gemm(int rank, const std::string& name, double m, double n, double k, bool fp8, std::vector<int> deps,
+                      int repeat, int sms_taken) {
+  TraceNode node = compute(rank, name, Kernel::gemm);
+  node.m = m;
+  node.n = n;
+  node.k = k;
+  node.flops = 2.0 * m * n * k * repeat;
+  node.fp8 = fp8;
+  node.repeat = repeat;
+  node.sms_taken = sms_taken;
+  node.deps = std::move(deps);
+  return add(std::move(node));
+}
+
+int TraceWriter::memory(int rank, const std::string& name, double bytes, std::vector<int> deps) {
+  TraceNode node = compute(rank, name, Kernel::memory);
+  node.bytes = bytes;
+  node.deps = std::move(deps);
+  return add(std::move(node));
+}
+
+namespace {
+
+/// Builds the nodes of one rank.
+class RankBuilder {
+ public:
+  RankBuilder(TraceWriter& w, int rank, const std::vector<std::pair<int, int>>& layers) : w_(w), rank_(rank), layers_(layers) {
+    const auto& p = w.s.parallelism;
+    at_ = coords_of(p, rank);
+    make_communicators();
+  }
+
+  void build() {
+    const auto& p = w_.s.parallelism;
+    gather_parameters();
+    for (const PipelinePass& pass : pipeline_order(p.pp, p.vp, p.microbatches, at_.pp)) {
+      if (pass.forward) forward(pass.microbatch, pass.chunk);
+      else backward(pass.microbatch, pass.chunk);
+    }
+    optimizer_step();
+  }
+
+ private:
+  int virtual_stage(int chunk) const { return chunk * w_.s.parallelism.pp + at_.pp; }
+  int stages() const { return w_.s.parallelism.pp * w_.s.parallelism.vp; }
+  int tag(int microbatch, int stage, bool forward) const { return (microbatch * stages() + stage) * 2 + (forward ? 0 : 1); }
+  int stage_rank(int stage) const {
+    RankCoords c = at_;
+    c.pp = stage % w_.s.parallelism.pp;
+    return rank_of(w_.s.parallelism, c);
+  }
+
+  void make_communicators() {
+    const auto& p = w_.s.parallelism;
+    auto group = [&](auto&& vary, int size) {
+      std::vector<int> ranks;
+      for (int i = 0; i < size; ++i) {
+        RankCoords c = at_;
+        vary(c, i);
+        ranks.push_back(rank_of(p, c));
+      }
+      return ranks;
+    };
+    c_.tp = w_.comm("tp", group([](RankCoords& c, int i) { c.tp = i; }, p.tp));
+    c_.cp = w_.comm("cp", group([](RankCoords& c, int i) { c.cp = i; }, p.cp));
+    c_.dp_cp = w_.comm("dp", group([&](RankCoords& c, int i) { c.cp = i % p.cp, c.dp = i / p.cp; }, p.cp * p.dp));
+    if (w_.s.model.is_moe()) {
+      // Expert mesh over the tp x cp x dp ranks of a stage: x = tp_r + tp (cp_r + cp dp_r) = etp_r + etp (ep_r + ep edp_r).
+      const int x = at_.tp + p.tp * (at_.cp + p.cp * at_.dp);
+      const int etp_r = x % p.etp, ep_r = (x / p.etp) % p.ep, edp_r = x / (p.etp * p.ep);
+      const int edp = p.tp * p.cp * p.dp / (p.ep * p.etp);
+      auto rank_at = [&](int e, int q, int d) {
+        int flat = e + p.etp * (q + p.ep * d);
+        RankCoords c = at_;
+        c.tp = flat % p.tp;
+        c.cp = flat / p.tp % p.cp;
+        c.dp = flat / (p.tp * p.cp);
+        return rank_of(p, c);
+      };
+      std::vector<int> ep, edp_ranks, etp;
+      for (int q = 0; q < p.ep; ++q) ep.push_back(rank_at(etp_r, q, edp_r));
+      for (int d = 0; d < edp; ++d) edp_ranks.push_back(rank_at(etp_r, ep_r, d));
+      for (int e = 0; e < p.etp; ++e) etp.push_back(rank_at(e, ep_r, edp_r));
+      c_.ep = w_.comm("ep", ep);
+      c_.edp = w_.comm("edp", edp_ranks);
+      c_.etp = w_.comm("etp", etp);
+    }
+  }
+
+  // ---- data parallelism ----
+  struct Bucket {
+    int first_layer_forward = 0;  ///< first layer (model order) of the bucket
+    double dense_params = 0, expert_params = 0;
+  };
+
+  /// Local (TP/EP-sharded) parameters of a layer: dense part and routed-expert part.
+  std::pair<double, double> layer_params(int layer) const {
+    const auto& m = w_.s.model;
+    const auto& p = w_.s.parallelism;
+    ParameterCounts counts = count_parameters(m);
+    const double all = layer_parameters(m, layer);
+    const double experts = m.layer_is_moe(layer) ? counts.expert_per_moe_layer : 0.0;
+    return {(all - experts) / p.tp, experts / (p.ep * p.etp)};
+  }
+  double extra_params(int chunk) const {
+    const int stage = virtual_stage(chunk);
+    double params = 0;
+    if (stage == 0) params += static_cast<double>(w_.vocab_padded) * w_.s.model.hidden / w_.s.parallelism.tp;
+    if (stage == stages() - 1 && !w_.s.model.tied_embeddings) {
+      params += static_cast<double>(w_.vocab_padded) * w_.s.model.hidden / w_.s.parallelism.tp;
+    }
+    return params;
+  }
+  double bucket_limit() const {
+    const auto& p = w_.s.parallelism;
+    return w_.s.training.bucket_params > 0 ? w_.s.training.bucket_params : std::max(4e7, 1e6 * p.dp * p.cp);
+  }
+  /// Buckets of a chunk in backward order (last layer first), as Megatron fills them.
+  std::vector<Bucket> buckets(int chunk) const {
+    const auto [begin, end] = layers_[virtual_stage(chunk)];
+    std::vector<Bucket> out;
+    Bucket current;
+    current.first_layer_forward = end;
+    const bool bucketing = w_.s.training.overlap_grad_reduce;
+    for (int layer = end - 1; layer >= begin; --layer) {
+      auto [dense, expert] = layer_params(layer);
+      current.dense_params += dense;
+      current.expert_params += expert;
+      current.first_layer_forward = layer;
+      if (bucketing && current.dense_params + current.expert_params >= bucket_limit()) {
+        out.push_back(current);
+        current = Bucket{};
+        current.first_layer_forward = layer;
+      }
+    }
+    current.dense_params += extra_params(chunk);
+    current.first_layer_forward = begin;
+    if (current.dense_params + current.expert_params > 0) out.push_back(current);
+    return out;
+  }
+
+  int dp_collective(collectives::Op op, const Bucket& b, double bytes_per_param, const std::string& name, std::vector<int> deps) {
+    int node = w_.collective(rank_, c_.dp_cp, "dp", Category::dp_comm, op, b.dense_params * bytes_per_param, name, deps);
+    if (b.expert_params > 0) {
+      node = w_.collective(rank_, c_.edp, "dp", Category::dp_comm, op, b.expert_params * bytes_per_param, name + ".experts",
+                           node >= 0 ? std::vector<int>{node} : deps);
+    }
+    return node;
+  }
+
+  double param_bytes() const { return w_.s.training.fp8_param_gather ? 1.0 : 2.0; }
+  double grad_bytes() const { return w_.s.training.grad_reduce_in_fp32 ? 4.0 : 2.0; }
+  bool shards_params() const { return w_.s.parallelism.sharding != Sharding::no_shard; }
+
+  /// Parameter all-gathers of a chunk, bucket by bucket in forward order on the DP stream. Returns
+  /// first layer of each bucket -> its all-gather node.
+  std::map<int, int> gather_chunk(int chunk, const std::vector<int>& deps) {
+    std::map<int, int> out;
+    auto list = buckets(chunk);
+    std::reverse(list.begin(), list.end());
+    for (const auto& bucket : list) {
+      int node = dp_collective(collectives::Op::all_gather, bucket, param_bytes(), "param.ag", deps);
+      if (node >= 0 && (deps.empty() || node != deps.front())) out[bucket.first_layer_forward] = node;
+      last_gather_ = node;
+    }
+    return out;
+  }
+
+  /// Distributed optimizer: the updated parameters are all-gathered at the start of the step (Megatron
+  /// overlaps them with the first forward, one bucket ahead); each layer's first forward waits for its bucket.
+  void gather_parameters() {
+    if (!shards_params()) return;
+    for (int chunk = 0; chunk < w_.s.parallelism.vp; ++chunk) gathered_[chunk] = gather_chunk(chunk, {});
+  }
+
+  /// The all-gather a layer must wait for: that of the bucket holding it (the greatest first layer <= layer).
+  int wait_for_bucket(const std::map<int, int>& gathers, int layer, int node, bool only_at_start) {
+    auto it = gathers.upper_bound(layer);
+    if (it == gathers.begin()) return node;
+    --it;
+    if (only_at_start && it->first != layer) return node;
+    return w_.memory(rank_, "param.wait", 0, {node, it->second});
+  }
+  bool zero3() const { return w_.s.parallelism.sharding == Sharding::optim_grads_params; }
+
+  /// Gradient reduction issued as the last micro-batch's backward completes each bucket.
+  void reduce_bucket_if_full(int chunk, int layer, int after) {
+    for (const auto& bucket : chunk_buckets(chunk)) {
+      if (bucket.first_layer_forward != layer) continue;
+      auto op = shards_params() ? collectives::Op::reduce_scatter : collectives::Op::all_reduce;
+      reductions_.push_back(dp_collective(op, bucket, grad_bytes(), "grad.rs", {after}));
+    }
+  }
+  const std::vector<Bucket>& chunk_buckets(int chunk) {
+    auto it = bucket_cache_.find(chunk);
+    if (it == bucket_cache_.end()) it = bucket_cache_.emplace(chunk, buckets(chunk)).first;
+    return it->second;
+  }
+
+  // ---- pipeline passes ----
+  void forward(int microbatch, int chunk) {
+    const int stage = virtual_stage(chunk);
+    const auto [begin, end] = layers_[stage];
+    std::vector<int> deps;
+    if (stage > 0) deps.push_back(receive(stage - 1, microbatch, stage, true));
+    if (!w_.s.training.overlap_param_gather && last_gather_ >= 0 && microbatch == 0) deps.push_back(last_gather_);
+    int node = -1;
+    if (stage == 0) node = w_.memory(rank_, "embedding", 2.0 * w_.tokens_sp * w_.s.model.hidden * w_.act_bytes, deps);
+    else node = w_.memory(rank_, "recv.wait", 0, deps);
+    std::map<int, int> gathers;
+    if (microbatch == 0) gathers = gathered_[chunk];
+    else if (zero3()) gathers = gather_chunk(chunk, {node});  // FSDP: gathered again for every micro-batch
+    for (int layer = begin; layer < end; ++layer) {
+      node = wait_for_bucket(gathers, layer, node, true);
+      node = detail::emit_layer_forward(w_, rank_, c_, layer, node, false);
+    }
+    if (stage == stages() - 1) {
+      const double t = w_.tokens, v = w_.vocab_padded / static_cast<double>(w_.s.parallelism.tp);
+      node = w_.gemm(rank_, "logits", t, v, w_.s.model.hidden, false, {node});
+      node = w_.memory(rank_, "loss", 2 * t * v * 4.0, {node});  // FP32 softmax cross-entropy
+    } else {
+      node = send(stage + 1, microbatch, stage + 1, true, node);
+    }
+    forward_end_[{microbatch, chunk}] = node;
+  }
+
+  void backward(int microbatch, int chunk) {
+    const auto& p = w_.s.parallelism;
+    const int stage = virtual_stage(chunk);
+    const auto [begin, end] = layers_[stage];
+    std::vector<int> deps{forward_end_.at({microbatch, chunk})};
+    if (stage < stages() - 1) deps.push_back(receive(stage + 1, microbatch, stage, false));
+    int node = w_.memory(rank_, "bwd.start", 0, deps);
+    if (stage == stages() - 1) {
+      const double t = w_.tokens, v = w_.vocab_padded / static_cast<double>(p.tp);
+      node = w_.memory(rank_, "loss.bwd", 2 * t * v * 4.0, {node});
+      node = w_.gemm(rank_, "logits.dgrad", t, w_.s.model.hidden, v, false, {node});
+      node = w_.gemm(rank_, "logits.wgrad", w_.s.model.hidden, v, t, false, {node});
+    }
+    const bool reduce_now = microbatch == p.microbatches - 1 ||
+                            p.sharding == Sharding::optim_grads || p.sharding == Sharding::optim_grads_params;
+    std::map<int, int> gathers;
+    if (zero3()) gathers = gather_chunk(chunk, {node});  // FSDP: parameters gathered again for backward
+    const bool overlap = w_.s.training.overlap_grad_reduce;
+    for (int layer = end - 1; layer >= begin; --layer) {
+      if (zero3()) node = wait_for_bucket(gathers, layer, node, false);
+      node = detail::emit_layer_backward(w_, rank_, c_, layer, node);
+      if (reduce_now && overlap && layer > begin) reduce_bucket_if_full(chunk, layer, node);
+    }
+    if (stage == 0) node = w_.memory(rank_, "embedding.bwd", 2.0 * w_.tokens_sp * w_.s.model.hidden * w_.act_bytes, {node});
+    if (reduce_now && overlap) reduce_bucket_if_full(chunk, begin, node);
+    if (stage > 0) node = send(stage - 1, microbatch, stage, false, node);
+    last_compute_ = node;
+  }
+
+  int send(int to_stage, int microbatch, int about_stage, bool forward, int after) {
+    const auto& p = w_.s.parallelism;
+    TraceNode node;
+    node.rank = rank_;
+    node.type = NodeType::send;
+    node.category = Category::pp_comm;
+    node.name = forward ? "pp.send_act" : "pp.send_grad";
+    // 1F1B blocks on its sends (batched isend/irecv, then synchronize); interleaved overlaps them.
+    node.stream = p.vp == 1 ? "compute" : "pp";
+    node.peer = stage_rank(to_stage);
+    node.tag = tag(microbatch, about_stage, forward);
+    node.comm_bytes = static_cast<double>(w_.tokens_sp) * w_.s.model.hidden * w_.act_bytes;
+    node.deps = {after};
+    int id = w_.add(std::move(node));
+    return p.vp == 1 ? id : after;
+  }
+
+  int receive(int from_stage, int microbatch, int about_stage, bool forward) {
+    TraceNode node;
+    node.rank = rank_;
+    node.type = NodeType::recv;
+    node.category = Category::pp_comm;
+    node.name = forward ? "pp.recv_act" : "pp.recv_grad";
+    node.stream = "";  // posted ahead; completes when the matching send's data has arrived
+    node.peer = stage_rank(from_stage);
+    node.tag = tag(microbatch, about_stage, forward);
+    node.comm_bytes = static_cast<double>(w_.tokens_sp) * w_.s.model.hidden * w_.act_bytes;
+    return w_.add(std::move(node));
+  }
+
+  void optimizer_step() {
+    const auto& p = w_.s.parallelism;
+    std::vector<int> deps = reductions_;
+    if (!w_.s.training.overlap_grad_reduce) {
+      // No bucketing: every chunk's gradients are reduced after the last backward.
+      for (int chunk = 0; chunk < p.vp; ++chunk) {
+        for (const auto& bucket : chunk_buckets(chunk)) {
+          auto op = shards_params() ? collectives::Op::reduce_scatter : collectives::Op::all_reduce;
+          deps.push_back(dp_collective(op, bucket, grad_bytes(), "grad.rs", {last_compute_}));
+        }
+      }
+    }
+    deps.push_back(last_compute_);
+    double dense = 0, expert = 0;
+    for (int chunk = 0; chunk < p.vp; ++chunk) {
+      for (const auto& bucket : chunk_buckets(chunk)) {
+        dense += bucket.dense_params;
+        expert += bucket.expert_params;
+      }
+    }
+    const int edp = p.tp * p.cp * p.dp / (p.ep * p.etp);
+    const double local = shards_params() ? dense / (p.dp * p.cp) + expert / edp : dense + expert;
+    // Adam with FP32 master weights: read param, grad, m, v; write param, m, v and the BF16 copy.
+    TraceNode node = w_.compute(rank_, "optimizer.adam", Kernel::optimizer, Category::optimizer);
+    node.bytes = local * (4 + grad_bytes() + 4 + 4 + 4 + 4 + 4 + 2);
+    node.deps = deps;
+    w_.add(std::move(node));
+  }
+
+  TraceWriter& w_;
+  int rank_;
+  const std::vector<std::pair<int, int>>& layers_;
+  RankCoords at_;
+  detail::Communicators c_;
+  std::map<int, std::map<int, int>> gathered_;     // chunk -> first layer of bucket -> all-gather node
+  std::map<std::pair<int, int>, int> forward_end_; // (microbatch, chunk) -> last forward node
+  std::map<int, std::vector<Bucket>> bucket_cache_;
+  std::vector<int> reductions_;
+  int last_gather_ = -1;
+  int last_compute_ = -1;
+};
+
+}  // namespace
+}  // namespace detail
+
+Trace build_trace(const Scenario& s, const std::vector<int>& rank_gpu, bool all_ranks) {
+  const auto& p = s.parallelism;
+  Trace trace;
+  trace.scenario = s.resolved;
+  trace.world = p.world();
+  trace.symmetric = !all_ranks;
+  trace.rank_gpu = rank_gpu;
+  const double tokens = static_cast<double>(p.global_batch) * s.training.seq;
+  trace.tokens_per_step = tokens;
+  trace.model_flops_per_step = training_flops_per_token(s.model, s.training.seq, padded_vocab(s.model.vocab, p.tp)).total() * tokens;
+  const auto layers = stage_layers(s.model.layers, p.pp * p.vp);
+  detail::TraceWriter writer(s, trace);
+  for (int rank = 0; rank < trace.world; ++rank) {
+    RankCoords c = coords_of(p, rank);
+    if (!all_ranks && (c.tp != 0 || c.cp != 0 || c.dp != 0)) continue;
+    trace.ranks.push_back(rank);
+    detail::RankBuilder(writer, rank, layers).build();
+  }
+  return trace;
+}
+
+}  // namespace fmsim::workload
