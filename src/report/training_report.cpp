@@ -114,7 +114,7 @@ std::string run_summary(const TrainingRun& run) {
     const double value = it == step.breakdown_s.end() ? 0.0 : it->second;
     if (value <= 0 && std::string(key) != "compute") continue;
     char line[96];
-    std::snprintf(line, sizeof line, "%-10s %10.3f s  %5.1f %%\n", key, value, 100 * value / step.step_time_s);
+    std::snprintf(line, sizeof line, "    %-10s %10.3f s  %5.1f %%\n", key, value, 100 * value / step.step_time_s);
     out << line;
   }
   const auto& mem = run.memory.peak;

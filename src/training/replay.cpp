@@ -28,7 +28,8 @@ double compute_node_s(const TraceNode& n, const hardware::GpuSpec& gpu) {
   switch (n.kernel) {
     case workload::Kernel::gemm: {
       const auto precision = n.fp8 ? compute::MathPrecision::fp8 : compute::MathPrecision::bf16;
-      return n.repeat * model.gemm_s({n.m, n.n, n.k}, precision, n.sms_taken);
+      // `bytes`: the FP8 quantization traffic of its inputs (trace_builder.cpp), a memory-bound kernel.
+      return n.repeat * model.gemm_s({n.m, n.n, n.k}, precision, n.sms_taken) + model.memory_s(n.bytes);
     }
     case workload::Kernel::attention_fwd: return model.attention_s(n.flops, false);
     case workload::Kernel::attention_bwd: return model.attention_s(n.flops, true);
@@ -64,6 +65,13 @@ class Lowering {
       }
     }
     for (std::size_t i = 0; i < deps.size(); ++i) graph_.tasks[i].deps.assign(deps[i].begin(), deps[i].end());
+    for (const auto& [key, sides] : open_p2p_) {
+      if (!sides[0].empty() || !sides[1].empty()) {
+        throw InputError("trace: a " + std::string(sides[0].empty() ? "receive" : "send") + " between ranks " +
+                         std::to_string(std::get<0>(key)) + " and " + std::to_string(std::get<1>(key)) + " (tag " +
+                         std::to_string(std::get<2>(key)) + ") has no matching " + (sides[0].empty() ? "send" : "receive"));
+      }
+    }
     return std::move(graph_);
   }
 

@@ -175,16 +175,13 @@ int moe_block(TraceWriter& w, int rank, const Communicators& c, bool backward, i
 
 int emit_layer_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after, bool recompute) {
   const auto& m = w.s.model;
-  const bool fp8 = w.s.training.precision == Precision::fp8;
   const Shapes s = shapes_of(w);
   const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
-  const std::string tag = recompute ? "recompute." : "";
-  (void)tag;
+  (void)recompute;
   int node = w.memory(rank, "norm1", 2 * tsp * s.h * ab, after_of(after));
   node = qkv_forward(w, rank, c, node);
   node = w.memory(rank, "rope", 2 * t * (s.q + s.kv) * ab, {node});
   node = attention_with_cp(w, rank, c, layer, false, node);
-  if (fp8) node = w.memory(rank, "cast.proj_in", 2 * t * s.o_in * ab, {node});  // quantize + transpose
   const Op reduce = w.s.parallelism.sequence_parallel ? Op::reduce_scatter : Op::all_reduce;
   node = gemm_with_tp(w, rank, c, {"proj", t, s.h, s.o_in}, reduce, false, node);
   node = w.memory(rank, "residual_norm2", 5 * tsp * s.h * ab, {node});
@@ -192,7 +189,7 @@ int emit_layer_forward(TraceWriter& w, int rank, const Communicators& c, int lay
     node = moe_block(w, rank, c, false, node);
   } else {
     node = gemm_with_tp(w, rank, c, {"fc1", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
-    node = w.memory(rank, "act", (s.gated ? 3 : 2) * t * s.ffn * ab + (fp8 ? t * s.ffn * ab : 0), {node});
+    node = w.memory(rank, "act", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
     node = gemm_with_tp(w, rank, c, {"fc2", t, s.h, s.ffn}, reduce, false, node);
   }
   return w.memory(rank, "residual", 3 * tsp * s.h * ab, {node});

@@ -49,7 +49,7 @@ MemoryReport estimate_memory(const Scenario& s) {
   const auto& t = s.training;
   MemoryReport report;
   report.hbm_bytes = s.cluster.gpu.hbm_bytes;
-  const auto layers = stage_layers(m.layers, p.pp * p.vp);
+  const auto layers = stage_layers(m.layers, p.pp * p.vp, p.account_for_embedding, p.account_for_loss, p.layout, s.file);
   const ParameterCounts counts = count_parameters(m);
   const double vocab_h = static_cast<double>(padded_vocab(m.vocab, p.tp)) * m.hidden / p.tp;
   const double dense_shards = p.dp * p.cp;

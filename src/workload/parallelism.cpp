@@ -2,6 +2,7 @@
 #include "fmsim/workload/parallelism.hpp"
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/workload/pipeline_schedule.hpp"
 
 namespace fmsim::workload {
 
@@ -30,6 +31,9 @@ Parallelism read_parallelism(ObjectReader& r, int gpus) {
                                            : Sharding::optim_grads_params;
   const std::string cp_comm = r.choice_or("cp_comm_type", {"p2p", "all_gather", "a2a"}, "p2p");
   p.cp_comm = cp_comm == "p2p" ? CpCommType::p2p : cp_comm == "all_gather" ? CpCommType::all_gather : CpCommType::a2a;
+  p.account_for_embedding = r.bool_or("account_for_embedding_in_pipeline_split", false);
+  p.account_for_loss = r.bool_or("account_for_loss_in_pipeline_split", false);
+  p.layout = r.string_or("pipeline_model_parallel_layout", "");
   const int model_parallel = p.tp * p.pp * p.cp;
   if (gpus % model_parallel != 0) {
     throw InputError(r.file() + ": " + r.path_of("tensor_model_parallel_size") + ": " + std::to_string(gpus) +
@@ -84,6 +88,8 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
     fail("/parallelism/pipeline_model_parallel_size", p.pp,
          "x virtual stages " + std::to_string(p.vp) + " exceeds the model's " + std::to_string(m.layers) + " layers");
   }
+  stage_layers(m.layers, p.pp * p.vp, p.account_for_embedding, p.account_for_loss, p.layout,
+               where + ": /parallelism/pipeline_model_parallel_layout");
   if (p.vp > 1 && p.pp == 1) fail("/parallelism/virtual_pipeline_model_parallel_size", p.vp, "needs pipeline_model_parallel_size > 1");
   if (p.vp > 1 && p.microbatches < p.pp) {
     fail("/parallelism/global_batch_size", p.global_batch,

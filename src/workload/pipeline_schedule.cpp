@@ -1,6 +1,9 @@
 #include "fmsim/workload/pipeline_schedule.hpp"
 
 #include <algorithm>
+#include <cctype>
+
+#include "fmsim/common/error.hpp"
 
 namespace fmsim::workload {
 
@@ -32,24 +35,82 @@ std::vector<PipelinePass> pipeline_order(int pp, int vp, int microbatches, int r
   return order;
 }
 
-std::vector<std::pair<int, int>> stage_layers(int layers, int stages) {
-  std::vector<std::pair<int, int>> ranges;
-  if (layers % stages != 0 && (layers + 2) % stages == 0 && stages > 1) {
-    const int per = (layers + 2) / stages;
-    int begin = 0;
-    for (int s = 0; s < stages; ++s) {
-      int count = per - (s == 0 ? 1 : 0) - (s == stages - 1 ? 1 : 0);
-      ranges.emplace_back(begin, begin + count);
-      begin += count;
+namespace {
+
+/// Expands "(t*2|)*3" and "t*3" repetitions; drops ','.
+std::string expand_layout(std::string text, const std::string& where) {
+  text.erase(std::remove(text.begin(), text.end(), ','), text.end());
+  text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    std::string unit;
+    if (text[i] == '(') {
+      int depth = 0;
+      std::size_t j = i;
+      for (; j < text.size(); ++j) {
+        depth += text[j] == '(' ? 1 : text[j] == ')' ? -1 : 0;
+        if (depth == 0) break;
+      }
+      if (j == text.size()) throw InputError(where + ": unbalanced parentheses in the pipeline layout");
+      unit = expand_layout(text.substr(i + 1, j - i - 1), where);
+      i = j + 1;
+    } else {
+      unit = std::string(1, text[i]);
+      ++i;
     }
-    return ranges;
+    int repeat = 1;
+    if (i < text.size() && text[i] == '*') {
+      std::size_t j = i + 1;
+      while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+      if (j == i + 1) throw InputError(where + ": '*' must be followed by a count in the pipeline layout");
+      repeat = std::stoi(text.substr(i + 1, j - i - 1));
+      i = j;
+    }
+    for (int r = 0; r < repeat; ++r) out += unit;
   }
-  const int base = layers / stages, extra = layers % stages;
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<int, int>> stage_layers(int layers, int stages, bool account_for_embedding, bool account_for_loss,
+                                              const std::string& layout, const std::string& where) {
+  std::vector<int> counts;
+  if (!layout.empty()) {
+    const std::string expanded = expand_layout(layout, where);
+    counts.push_back(0);
+    for (char c : expanded) {
+      if (c == '|') counts.push_back(0);
+      else if (c == 't') ++counts.back();
+      else if (c != 'E' && c != 'L' && c != 'm') {
+        throw InputError(where + ": pipeline layout '" + layout + "': unknown symbol '" + std::string(1, c) + "' (t, E, L, m, |, *, parentheses)");
+      }
+    }
+    if (!counts.empty() && counts.back() == 0 && expanded.back() == '|') counts.pop_back();
+    int total = 0;
+    for (int c : counts) total += c;
+    if (static_cast<int>(counts.size()) != stages || total != layers) {
+      throw InputError(where + ": pipeline layout '" + layout + "' has " + std::to_string(counts.size()) + " stages and " +
+                       std::to_string(total) + " layers; expected " + std::to_string(stages) + " stages (PP x VP) and " +
+                       std::to_string(layers) + " layers");
+    }
+  } else {
+    const int slots = layers + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0);
+    const int base = slots / stages, extra = slots % stages;
+    counts.assign(stages, base);
+    // The remainder goes to the middle stages, away from the embedding and the loss.
+    for (int i = 0; i < extra; ++i) ++counts[(stages - extra) / 2 + i];
+    if (account_for_embedding) --counts.front();
+    if (account_for_loss) --counts.back();
+    for (int c : counts) {
+      if (c < 0) throw InputError(where + ": too few layers (" + std::to_string(layers) + ") for " + std::to_string(stages) + " pipeline stages");
+    }
+  }
+  std::vector<std::pair<int, int>> ranges;
   int begin = 0;
-  for (int s = 0; s < stages; ++s) {
-    int count = base + (s < extra ? 1 : 0);
-    ranges.emplace_back(begin, begin + count);
-    begin += count;
+  for (int c : counts) {
+    ranges.emplace_back(begin, begin + c);
+    begin += c;
   }
   return ranges;
 }

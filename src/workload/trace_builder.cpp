@@ -91,6 +91,11 @@ int TraceWriter::gemm(int rank, const std::string& name, double m, double n, dou
   node.k = k;
   node.flops = 2.0 * m * n * k * repeat;
   node.fp8 = fp8;
+  // FP8 with current scaling quantizes the GEMM's activation (or gradient) input first: an amax pass
+  // (read BF16), a cast (read BF16, write FP8) and a transposed FP8 copy for the other GEMM of the pair:
+  // 6 bytes per element. Weight-gradient GEMMs reuse the copies made for the data-gradient GEMM.
+  const bool wgrad = name.size() > 6 && name.compare(name.size() - 6, 6, ".wgrad") == 0;
+  if (fp8 && !wgrad) node.bytes = 6.0 * m * k * repeat;
   node.repeat = repeat;
   node.sms_taken = sms_taken;
   node.deps = std::move(deps);
@@ -334,7 +339,7 @@ class RankBuilder {
     }
     if (stage == 0) node = w_.memory(rank_, "embedding.bwd", 2.0 * w_.tokens_sp * w_.s.model.hidden * w_.act_bytes, {node});
     if (reduce_now && overlap) reduce_bucket_if_full(chunk, begin, node);
-    if (stage > 0) node = send(stage - 1, microbatch, stage, false, node);
+    if (stage > 0) node = send(stage - 1, microbatch, stage - 1, false, node);
     last_compute_ = node;
   }
 
@@ -423,7 +428,7 @@ Trace build_trace(const Scenario& s, const std::vector<int>& rank_gpu, bool all_
   const double tokens = static_cast<double>(p.global_batch) * s.training.seq;
   trace.tokens_per_step = tokens;
   trace.model_flops_per_step = training_flops_per_token(s.model, s.training.seq, padded_vocab(s.model.vocab, p.tp)).total() * tokens;
-  const auto layers = stage_layers(s.model.layers, p.pp * p.vp);
+  const auto layers = stage_layers(s.model.layers, p.pp * p.vp, p.account_for_embedding, p.account_for_loss, p.layout, s.file);
   detail::TraceWriter writer(s, trace);
   for (int rank = 0; rank < trace.world; ++rank) {
     RankCoords c = coords_of(p, rank);

@@ -24,6 +24,9 @@ struct Parallelism {
   int microbatches = 1;            ///< per pipeline per step: global / (micro x dp)
   Sharding sharding = Sharding::optim;
   CpCommType cp_comm = CpCommType::p2p;
+  bool account_for_embedding = false;  ///< account_for_embedding_in_pipeline_split
+  bool account_for_loss = false;       ///< account_for_loss_in_pipeline_split
+  std::string layout;                  ///< pipeline_model_parallel_layout, e.g. "Et*2|(t*2|)*34,t*3|(t*2|)*3,tL"
   int world() const { return tp * pp * cp * dp; }
 };
 

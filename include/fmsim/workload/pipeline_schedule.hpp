@@ -2,6 +2,7 @@
 // Megatron-Core pipeline schedules (MEGATRON-NOTES.md section 2): the order in which one pipeline rank
 // runs the forward and backward passes of its micro-batches and model chunks, and which layers each
 // virtual stage holds.
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17,10 +18,13 @@ struct PipelinePass {
 /// of pp and warm-up 2 (pp - rank - 1) + (vp - 1) pp, capped at microbatches x vp.
 std::vector<PipelinePass> pipeline_order(int pp, int vp, int microbatches, int rank);
 
-/// Layers [begin, end) of each virtual stage (pp x vp of them, in model order). When the layers do not
-/// divide evenly, the embedding and the loss count as one layer each (Megatron's
-/// account_for_embedding/loss_in_pipeline_split) if that makes them divide; otherwise the earlier
-/// stages get one layer more.
-std::vector<std::pair<int, int>> stage_layers(int layers, int stages);
+/// Layers [begin, end) of each virtual stage (pp x vp of them, in model order), as Megatron splits
+/// them: from `layout` (pipeline_model_parallel_layout: stages separated by '|', 't' a layer, 'E'
+/// embedding, 'L' loss, "x*n" and "(...)*n" repeat, ',' ignored) when given; else evenly, the embedding
+/// and the loss counting as one layer each when accounted for. Layers that do not divide evenly go one
+/// each to the middle stages. Throws InputError (naming `where`) for a layout that does not fit.
+std::vector<std::pair<int, int>> stage_layers(int layers, int stages, bool account_for_embedding = false,
+                                              bool account_for_loss = false, const std::string& layout = "",
+                                              const std::string& where = "");
 
 }  // namespace fmsim::workload

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Predicted vs measured training throughput for every training row of ../shared/calibration.
+
+Each row becomes a scenario (the published model, GPU count, precision, batch and parallel layout on
+DGX H100 nodes with NDR InfiniBand, the system the rows were measured on); fmsim run predicts
+tokens/s/GPU and model TFLOP/s/GPU. Prints a table and the mean absolute error; --markdown FILE writes
+the table for docs/validation.md, --json FILE the raw rows.
+Usage: benchmarks/calibration/validate_training.py [--fmsim build/fmsim] [--measurements PATH]"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+MODELS = {"LLAMA3_8B": "llama3-8b", "LLAMA3-8B": "llama3-8b", "LLAMA3_70B": "llama3-70b",
+          "LLAMA3.1_405B": "llama3.1-405b", "GPT OSS 120B": "gpt-oss-120b", "Qwen3_30B_a3B": "qwen3-30b-a3b",
+          "Qwen3_235B_a22B": "qwen3-235b-a22b", "GPT3-175B": "gpt3-175b"}
+# Published recipes' pipeline layouts where they differ from an even split (Megatron-Bridge 25.11
+# recipes; MEGATRON-NOTES.md section 8): Llama-3-70B FP8 at PP8 VP5 uses a custom layout; 405B and
+# Qwen3-235B account for the embedding and loss in the split.
+LAYOUTS = {"llama3-70b": {"pipeline_model_parallel_layout": "Et*2|(t*2|)*34,t*3|(t*2|)*3,tL"},
+           "llama3.1-405b": {"account_for_embedding_in_pipeline_split": True, "account_for_loss_in_pipeline_split": True},
+           "qwen3-235b-a22b": {"account_for_embedding_in_pipeline_split": True, "account_for_loss_in_pipeline_split": True}}
+
+
+def as_int(value, default=1):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def rows_of(measurements):
+    for case in measurements:
+        if case["category"] != "training":
+            continue
+        if "rows" in case["measured"]:
+            for row in case["measured"]["rows"]:
+                yield case["id"], row
+        else:
+            setup = dict(case["setup"])
+            setup.update(case["measured"])
+            yield case["id"], setup
+
+
+def scenario_of(row):
+    model = MODELS[row["model"]]
+    gpus = as_int(row["gpus"])
+    precision = "fp8" if "FP8" in str(row["precision"]).upper() else "bf16"
+    tp, pp, cp = as_int(row.get("tp")), as_int(row.get("pp")), as_int(row.get("cp"))
+    vp, ep = as_int(row.get("vp")), as_int(row.get("ep"))
+    fsdp = as_int(row.get("fsdp"), 0)
+    par = {"tensor_model_parallel_size": tp, "pipeline_model_parallel_size": pp,
+           "context_parallel_size": cp, "expert_model_parallel_size": ep, "expert_tensor_parallel_size": 1,
+           "sequence_parallel": tp > 1, "micro_batch_size": as_int(row["mbs"]), "global_batch_size": as_int(row["gbs"]),
+           "data_parallel_sharding_strategy": "optim_grads_params" if fsdp > 0 else "optim"}
+    if vp > 1:
+        par["virtual_pipeline_model_parallel_size"] = vp
+    if pp * vp > 1:
+        par.update(LAYOUTS.get(model, {}))
+    training = {"seq_length": as_int(row["seq_len"]), "precision": precision, "tp_comm_overlap": tp > 1,
+                "overlap_grad_reduce": True, "overlap_param_gather": True}
+    return {"schema": "fmsim.scenario/1", "name": f"{model}-{gpus}gpu",
+            "cluster": {"base": os.path.join(ROOT, "topologies", "dgx-h100-8node-ib.json"), "nodes": gpus // 8},
+            "model": model, "parallelism": par, "training": training}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fmsim", default=os.path.join(ROOT, "build", "fmsim"))
+    parser.add_argument("--measurements", default=os.path.join(ROOT, "..", "shared", "calibration", "measurements.json"))
+    parser.add_argument("--markdown")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    with open(args.measurements) as f:
+        measurements = json.load(f)
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case_id, row in rows_of(measurements):
+            scenario = scenario_of(row)
+            path = os.path.join(tmp, scenario["name"] + ".json")
+            with open(path, "w") as f:
+                json.dump(scenario, f)
+            proc = subprocess.run([args.fmsim, "run", path, "--json", "-", "--allow-oom"], capture_output=True, text=True)
+            if proc.returncode != 0:
+                sys.exit(f"fmsim failed on {case_id} {row['model']}: {proc.stderr}")
+            out = json.loads(proc.stdout)
+            measured = float(row["tokens_per_s_per_gpu"])
+            predicted = out["tokens_per_s_per_gpu"]
+            results.append({"case": case_id, "model": row["model"], "gpus": as_int(row["gpus"]), "precision": row["precision"],
+                            "layout": f"TP{as_int(row.get('tp'))} PP{as_int(row.get('pp'))} CP{as_int(row.get('cp'))} "
+                                      f"VP{as_int(row.get('vp'))} EP{as_int(row.get('ep'))}"
+                                      + (" FSDP" if as_int(row.get('fsdp'), 0) > 0 else ""),
+                            "measured_tokens_per_s_per_gpu": measured, "predicted_tokens_per_s_per_gpu": predicted,
+                            "measured_tflops": float(row.get("model_tflops_per_gpu", 0)),
+                            "predicted_tflops": out["model_tflops_per_gpu"], "error": predicted / measured - 1,
+                            "oom": out["oom"], "wall_s": out["simulation"]["wall_s"]})
+    header = "| model | GPUs | precision | layout | measured tok/s/GPU | fmsim tok/s/GPU | error | measured TFLOP/s | fmsim TFLOP/s |"
+    lines = [header, "|" + "---|" * 9]
+    for r in results:
+        lines.append(f"| {r['model']} | {r['gpus']} | {r['precision']} | {r['layout']} | {r['measured_tokens_per_s_per_gpu']:.0f} | "
+                     f"{r['predicted_tokens_per_s_per_gpu']:.0f} | {100 * r['error']:+.1f} % | {r['measured_tflops']:.0f} | "
+                     f"{r['predicted_tflops']:.0f}{' (OOM)' if r['oom'] else ''} |")
+    mean_abs = sum(abs(r["error"]) for r in results) / len(results)
+    lines.append("")
+    lines.append(f"Mean absolute error over {len(results)} rows: {100 * mean_abs:.1f} %.")
+    print("\n".join(lines))
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
