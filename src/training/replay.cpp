@@ -170,20 +170,25 @@ StepResult simulate_step(const workload::Trace& trace, const topology::ClusterGr
   Lowering lowering(trace, cluster);
   engine::SimTaskGraph graph = lowering.lower();
   engine::SimPlatform platform = lowering.network().platform();
-  spdlog::info("replaying {} trace nodes of {} ranks as {} tasks", trace.nodes.size(), trace.ranks.size(), graph.tasks.size());
-  engine::TaskTimes times = engine::simulate_tasks_in_child(platform, graph);
+  ReducedGraph reduced = reduce_pure_delays(graph);
+  spdlog::info("replaying {} trace nodes of {} ranks as {} tasks ({} after merging pure delays)", trace.nodes.size(),
+               trace.ranks.size(), graph.tasks.size(), reduced.graph.tasks.size());
+  engine::TaskTimes times = engine::simulate_tasks_in_child(platform, reduced.graph);
 
   StepResult result;
   result.step_time_s = times.makespan_s;
-  result.tasks = static_cast<long long>(graph.tasks.size());
+  result.tasks = static_cast<long long>(reduced.graph.tasks.size());
   result.flows = times.flows;
   result.simulated_ranks = static_cast<int>(trace.ranks.size());
   const auto& node_task = lowering.node_task();
   result.node_start_s.resize(trace.nodes.size());
   result.node_end_s.resize(trace.nodes.size());
   for (std::size_t i = 0; i < trace.nodes.size(); ++i) {
-    result.node_start_s[i] = times.start_s[node_task[i]];
-    result.node_end_s[i] = times.end_s[node_task[i]];
+    const int original = node_task[i];
+    const int merged = reduced.task_of[original];
+    result.node_start_s[i] = times.start_s[merged] + reduced.member_start_s[original];
+    result.node_end_s[i] = reduced.member_end_s[original] < 0 ? times.end_s[merged]
+                                                              : times.start_s[merged] + reduced.member_end_s[original];
   }
   for (std::size_t link = 0; link < platform.links.size(); ++link) {
     const double utilization = result.step_time_s > 0

@@ -46,6 +46,20 @@ class NetworkModel {
   bool oversubscribed_ = false;
 };
 
+/// The task graph after merging pure-delay chains and fork-joins (graph_reduction.cpp), with where
+/// each original task sits inside the merged one.
+struct ReducedGraph {
+  struct Member {
+    int task = 0;
+    double start_s = 0;   ///< offset from the merged task's start
+    double end_s = -1;    ///< offset, or -1: the merged task's end
+  };
+  engine::SimTaskGraph graph;
+  std::vector<int> task_of;              ///< original task -> merged task
+  std::vector<double> member_start_s, member_end_s;
+};
+ReducedGraph reduce_pure_delays(const engine::SimTaskGraph& graph);
+
 /// Splits the critical rank's time line into compute, exposed communication by kind, optimizer and
 /// pipeline bubble (idle), filling result.breakdown_s and result.critical_rank.
 void attribute_time(const workload::Trace& trace, StepResult& result);
