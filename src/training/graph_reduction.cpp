@@ -10,10 +10,14 @@
 namespace fmsim::training {
 namespace {
 
+/// Ancestors visited per redundancy check: enough to span one pipeline pass of one rank.
+constexpr int kSearchLimit = 384;
+
 struct Node {
   bool alive = true;
   bool pure = true;       ///< no flows: its duration is known
   double duration = 0;    ///< pure: total; else the phase-1 delay only
+  int flow_task = -1;     ///< the original task whose flows this one carries
   std::vector<int> preds, succs;
   std::vector<ReducedGraph::Member> members;
 };
@@ -37,6 +41,7 @@ ReducedGraph reduce_pure_delays(const engine::SimTaskGraph& graph) {
     const auto& t = graph.tasks[i];
     auto& node = nodes[i];
     node.pure = t.flows.empty();
+    node.flow_task = node.pure ? -1 : i;
     node.duration = node.pure ? t.delay_s + t.overlap_delay_s : t.delay_s;
     node.members.push_back({i, 0.0, node.pure ? node.duration : -1.0});
     node.preds = t.deps;
@@ -53,7 +58,7 @@ ReducedGraph reduce_pure_delays(const engine::SimTaskGraph& graph) {
   auto reaches = [&](int from_v, int target_u) {  // is target_u an ancestor of from_v?
     ++stamp;
     stack.assign(1, from_v);
-    for (int visits = 0; !stack.empty() && visits < 4096; ++visits) {
+    for (int visits = 0; !stack.empty() && visits < kSearchLimit; ++visits) {
       const int x = stack.back();
       stack.pop_back();
       for (int p : nodes[x].preds) {
@@ -87,25 +92,28 @@ ReducedGraph reduce_pure_delays(const engine::SimTaskGraph& graph) {
   while (changed) {
     changed = false;
     for (int u = 0; u < n; ++u) {
-      if (!nodes[u].alive || !nodes[u].pure) continue;
-      // Series: u -> v, u's only successor and v's only predecessor; v absorbs u at its front.
-      while (nodes[u].alive && nodes[u].succs.size() == 1) {
+      if (!nodes[u].alive) continue;
+      // Series: u -> v, u's only successor and v's only predecessor: u absorbs v (v runs after u's
+      // duration). u stays pure while v is; a v with flows makes u carry them (u's time becomes v's
+      // phase-1 delay). Absorbing forward keeps each merge proportional to v's size.
+      while (nodes[u].pure && nodes[u].succs.size() == 1) {
         const int v = nodes[u].succs.front();
         if (nodes[v].preds.size() != 1) break;
         Node& a = nodes[u];
         Node& b = nodes[v];
-        for (auto& m : b.members) {
+        for (auto m : b.members) {
           m.start_s += a.duration;
           if (m.end_s >= 0) m.end_s += a.duration;
+          a.members.push_back(m);
         }
-        b.members.insert(b.members.end(), a.members.begin(), a.members.end());
-        b.duration += a.duration;
-        b.preds = a.preds;
-        for (int p : a.preds) replace(nodes[p].succs, u, v);
-        a.alive = false;
-        a.members.clear();
+        a.duration += b.duration;
+        a.pure = b.pure;
+        a.flow_task = b.flow_task;
+        a.succs = b.succs;
+        for (int s : b.succs) replace(nodes[s].preds, v, u);
+        b.alive = false;
+        b.members.clear();
         changed = true;
-        break;  // u is gone; v is visited in this or the next sweep
       }
       if (!nodes[u].alive) continue;
       // Parallel: pure successors of u whose only predecessor is u and only successor the same w.
@@ -145,7 +153,7 @@ ReducedGraph reduce_pure_delays(const engine::SimTaskGraph& graph) {
     if (nodes[i].pure) {
       task.delay_s = nodes[i].duration;
     } else {
-      task = graph.tasks[i];
+      task = graph.tasks[nodes[i].flow_task];
       task.delay_s = nodes[i].duration;
     }
     out.graph.tasks.push_back(std::move(task));
