@@ -1,45 +1,11 @@
 #!/usr/bin/env python3
-"""End-to-end tests of the fmsim command line: exit codes, one-line errors, no partial output files,
-and JSON results checked against what the hardware implies. Usage: run_cli_tests.py FMSIM SOURCE_DIR"""
+"""End-to-end tests of the fmsim command line (topo, collective): exit codes, one-line errors, no partial
+output files, and JSON results checked against what the hardware implies. Usage: run_cli_tests.py FMSIM SOURCE_DIR"""
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
-FMSIM, SOURCE = sys.argv[1], sys.argv[2]
-TOPO = os.path.join(SOURCE, "topologies")
-results = {"passed": 0, "failed": 0}
-TESTS = []
-
-
-def test(fn):
-    TESTS.append(fn)
-    return fn
-
-
-def run(*args, timeout=600):
-    return subprocess.run([FMSIM, *args], capture_output=True, text=True, timeout=timeout)
-
-
-def write(directory, name, text):
-    path = os.path.join(directory, name)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
-def expect_bad_input(args, must_contain, out_file):
-    """Exit 2, exactly one line on stderr that names what is wrong, no traceback, no output file."""
-    proc = run(*args)
-    assert proc.returncode == 2, f"exit {proc.returncode}, stderr: {proc.stderr!r}"
-    lines = [l for l in proc.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1, f"expected one line on stderr, got {lines!r}"
-    for fragment in must_contain:
-        assert fragment in lines[0], f"{fragment!r} not in {lines[0]!r}"
-    assert not os.path.exists(out_file), f"{out_file} was written"
-    leftovers = [f for f in os.listdir(os.path.dirname(out_file)) if ".tmp." in f]
-    assert not leftovers, f"temporary files left: {leftovers}"
+from cli_support import TOPO, expect_bad_input, run, run_tests, test, write
 
 
 @test
@@ -242,13 +208,4 @@ def collective_bad_input_exits_2_with_one_line():
         expect_bad_input(["collective", p5, "--gpus", "12", "--json", out], ["unevenly"], out)
 
 
-for fn in TESTS:
-    try:
-        fn()
-        results["passed"] += 1
-        print(f"PASS {fn.__name__}")
-    except Exception as error:  # report every failure, keep going
-        results["failed"] += 1
-        print(f"FAIL {fn.__name__}: {error}")
-print(f"{results['passed']} passed, {results['failed']} failed")
-sys.exit(1 if results["failed"] else 0)
+run_tests()
