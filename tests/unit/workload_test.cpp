@@ -1,0 +1,203 @@
+// Model, parallelism, memory, pipeline schedule and compute model: checks against published figures and
+// closed forms (no simulation here).
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "fmsim/common/error.hpp"
+#include "fmsim/compute/compute_model.hpp"
+#include "fmsim/workload/memory.hpp"
+#include "fmsim/workload/pipeline_schedule.hpp"
+#include "fmsim/workload/trace_builder.hpp"
+#include "test_support.hpp"
+
+using namespace fmsim;
+using namespace fmsim::workload;
+
+namespace {
+
+ModelSpec preset(const std::string& name) { return load_model(name, test::source_dir() / "configs" / "models"); }
+
+Scenario make_scenario(const nlohmann::json& parallelism, const nlohmann::json& training, const nlohmann::json& model,
+                       int nodes = 8) {
+  nlohmann::json doc = {{"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", nodes}}},
+                        {"model", model},
+                        {"parallelism", parallelism},
+                        {"training", training}};
+  return scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+}
+
+}  // namespace
+
+TEST_CASE("parameter counts match the published model sizes", "[workload]") {
+  // Meta, NVIDIA, Mistral, DeepSeek and Qwen model cards / papers.
+  const std::map<std::string, double> published = {
+      {"llama3-8b", 8.03e9},         {"llama3-70b", 70.6e9},     {"llama3.1-405b", 405.9e9},
+      {"mixtral-8x7b", 46.7e9},      {"mixtral-8x22b", 140.6e9}, {"deepseek-v3", 671e9},
+      {"qwen3-30b-a3b", 30.5e9},     {"qwen3-235b-a22b", 235e9}, {"nemotron-4-340b", 341e9},
+      {"gpt3-175b", 175e9},          {"gpt-oss-120b", 116.8e9}};
+  for (const auto& [name, count] : published) {
+    INFO(name);
+    CHECK(count_parameters(preset(name)).total == Approx(count).epsilon(0.01));
+  }
+  // Active parameters of the MoE models (model cards): 12.9B, 37B, 3.3B, 22B.
+  CHECK(count_parameters(preset("mixtral-8x7b")).active == Approx(12.9e9).epsilon(0.02));
+  CHECK(count_parameters(preset("deepseek-v3")).active == Approx(37e9).epsilon(0.03));
+  CHECK(count_parameters(preset("qwen3-30b-a3b")).active == Approx(3.3e9).epsilon(0.03));
+  CHECK(count_parameters(preset("qwen3-235b-a22b")).active == Approx(22e9).epsilon(0.03));
+}
+
+TEST_CASE("training FLOPs are 6 N per token plus the causal attention term", "[workload]") {
+  const ModelSpec m = preset("llama3-70b");
+  const int seq = 8192, vocab = padded_vocab(m.vocab, 4);
+  const FlopsPerToken f = training_flops_per_token(m, seq, vocab);
+  const ParameterCounts c = count_parameters(m);
+  // Matmul parameters: everything but the input embedding and the norms (the LM head counted as logits).
+  const double matmul_params = c.total - c.embedding - c.norms - c.output;
+  CHECK(f.dense_matmul == Approx(6 * matmul_params).epsilon(1e-9));
+  CHECK(f.logits == Approx(6.0 * m.hidden * vocab));
+  CHECK(f.attention == Approx(6.0 * seq * m.heads * m.head_dim * m.layers));
+  // Published Megatron-Bridge rows: model TFLOP/s / tokens/s = FLOPs per token (MEGATRON-NOTES.md section 1).
+  CHECK(f.total() == Approx(719e12 / 1602).epsilon(0.01));
+  const ModelSpec big = preset("llama3.1-405b");
+  CHECK(training_flops_per_token(big, 8192, padded_vocab(big.vocab, 8)).total() == Approx(737e12 / 292).epsilon(0.01));
+  const ModelSpec qwen = preset("qwen3-30b-a3b");
+  CHECK(training_flops_per_token(qwen, 4096, padded_vocab(qwen.vocab, 1)).total() == Approx(121e12 / 5275).epsilon(0.02));
+}
+
+TEST_CASE("activation memory matches Korthikanti et al.'s per-layer formulas", "[workload]") {
+  // An MHA model with a 4h GeLU MLP, BF16: 34 sbh / t with sequence parallelism, sbh (10 + 24/t) without.
+  const nlohmann::json gpt = {{"hidden_size", 4096}, {"num_hidden_layers", 8},  {"num_attention_heads", 32},
+                              {"intermediate_size", 16384}, {"vocab_size", 32000}, {"hidden_act", "gelu"}};
+  const double s = 2048, b = 2, h = 4096, t = 4;
+  auto with_sp = make_scenario({{"tensor_model_parallel_size", 4}, {"micro_batch_size", 2}, {"global_batch_size", 32},
+                                {"sequence_parallel", true}}, {{"seq_length", 2048}}, gpt);
+  CHECK(activation_bytes_per_layer(with_sp, 0) == Approx(34 * s * b * h / t));
+  auto without_sp = make_scenario({{"tensor_model_parallel_size", 4}, {"micro_batch_size", 2}, {"global_batch_size", 32},
+                                   {"sequence_parallel", false}}, {{"seq_length", 2048}}, gpt);
+  CHECK(activation_bytes_per_layer(without_sp, 0) == Approx(s * b * h * (10 + 24 / t)));
+  auto full = make_scenario({{"tensor_model_parallel_size", 4}, {"micro_batch_size", 2}, {"global_batch_size", 32}},
+                            {{"seq_length", 2048}, {"recompute_granularity", "full"}}, gpt);
+  CHECK(activation_bytes_per_layer(full, 0) == Approx(2 * s * b * h / t));
+}
+
+TEST_CASE("weights, gradients and optimizer state follow the distributed-optimizer table", "[workload]") {
+  // Megatron dist_optimizer.md: bf16 params and grads, distributed: 4 + 12/d bytes per parameter.
+  const nlohmann::json model = {{"hidden_size", 4096}, {"num_hidden_layers", 8}, {"num_attention_heads", 32},
+                                {"intermediate_size", 11008}, {"vocab_size", 32000}};
+  auto s = make_scenario({{"tensor_model_parallel_size", 2}, {"global_batch_size", 64}}, {{"seq_length", 1024}}, model);
+  const MemoryReport r = estimate_memory(s);
+  const double d = s.parallelism.dp;  // 32
+  const ModelSpec& m = s.model;
+  const double local = (count_parameters(m).total - count_parameters(m).output - count_parameters(m).embedding +
+                        2.0 * padded_vocab(m.vocab, 2) * m.hidden) / 2;  // TP-sharded, padded vocabulary
+  CHECK(r.peak.weights_bytes == Approx(2 * local).epsilon(0.01));
+  CHECK(r.peak.gradients_bytes == Approx(2 * local).epsilon(0.01));
+  CHECK(r.peak.optimizer_bytes == Approx(12 * local / d).epsilon(0.01));
+  CHECK_FALSE(r.oom);
+}
+
+TEST_CASE("1F1B and interleaved schedules run every pass once, in Megatron's order", "[workload]") {
+  for (int vp : {1, 2, 4}) {
+    for (int rank = 0; rank < 4; ++rank) {
+      const auto order = pipeline_order(4, vp, 8, rank);
+      REQUIRE(order.size() == 2u * 8 * vp);
+      std::map<std::pair<int, int>, int> forward_at;
+      int warmup = 0;
+      while (warmup < static_cast<int>(order.size()) && order[warmup].forward) ++warmup;
+      CHECK(warmup == std::min(vp == 1 ? 4 - rank - 1 : 2 * (4 - rank - 1) + (vp - 1) * 4, 8 * vp) + 1);
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        auto key = std::make_pair(order[i].microbatch, order[i].chunk);
+        if (order[i].forward) {
+          CHECK(forward_at.count(key) == 0);
+          forward_at[key] = static_cast<int>(i);
+        } else {
+          REQUIRE(forward_at.count(key) == 1);  // backward after its forward
+        }
+      }
+      CHECK(forward_at.size() == 8u * vp);
+    }
+  }
+}
+
+TEST_CASE("pipeline layouts split the layers as Megatron does", "[workload]") {
+  const auto layout = stage_layers(80, 40, false, false, "Et*2|(t*2|)*34,t*3|(t*2|)*3,tL");
+  REQUIRE(layout.size() == 40u);
+  CHECK(layout.front() == std::make_pair(0, 2));
+  CHECK(layout[35].second - layout[35].first == 3);
+  CHECK(layout.back() == std::make_pair(79, 80));
+  const auto accounted = stage_layers(126, 64, true, true);
+  CHECK(accounted.front().second == 1);
+  CHECK(accounted.back().second - accounted.back().first == 1);
+  CHECK(accounted[1].second - accounted[1].first == 2);
+  CHECK_THROWS_AS(stage_layers(80, 40, false, false, "Et|tL"), InputError);
+}
+
+TEST_CASE("impossible strategies are rejected with the reason", "[workload]") {
+  auto expect = [](const nlohmann::json& par, const std::string& fragment) {
+    try {
+      make_scenario(par, {{"seq_length", 4096}}, "llama3-8b", 2);
+      FAIL("accepted");
+    } catch (const InputError& error) {
+      CHECK_THAT(error.what(), Catch::Contains(fragment));
+    }
+  };
+  expect({{"tensor_model_parallel_size", 3}, {"global_batch_size", 16}}, "not divisible by TP x PP x CP");
+  expect({{"tensor_model_parallel_size", 16}, {"global_batch_size", 16}}, "key/value heads");
+  expect({{"global_batch_size", 17}}, "multiple of micro_batch_size");
+  expect({{"pipeline_model_parallel_size", 2}, {"virtual_pipeline_model_parallel_size", 2}, {"global_batch_size", 24}},
+         "not a multiple of pipeline_model_parallel_size");
+  expect({{"expert_model_parallel_size", 2}, {"global_batch_size", 16}}, "mixture-of-experts");
+}
+
+TEST_CASE("GEMM times reproduce the H100 and GB200 cuBLASLt microbenchmarks", "[compute]") {
+  // Calibration cases hw-azure-nd_h100_v5-microbench and hw-azure-nd-gb200-v6-microbench (FP8).
+  struct Point {
+    std::string gpu;
+    double m, n, k, tflops, tolerance;
+  };
+  const std::vector<Point> points = {{"H100-SXM", 16384, 16384, 16384, 1377.3, 0.02}, {"H100-SXM", 8192, 8192, 8192, 1290.1, 0.08},
+                                     {"H100-SXM", 4096, 4096, 4096, 1216.9, 0.08},    {"H100-SXM", 2048, 2048, 2048, 1011.3, 0.08},
+                                     {"H100-SXM", 6144, 12288, 12288, 1351.4, 0.05},  {"H100-SXM", 802816, 192, 768, 663.8, 0.20},
+                                     {"H200-SXM", 16384, 16384, 16384, 1366.3, 0.02}, {"GB200", 16384, 16384, 16384, 2906.9, 0.02},
+                                     {"GB200", 4096, 4096, 4096, 2834.6, 0.10}};
+  for (const auto& p : points) {
+    INFO(p.gpu << " " << p.m << "x" << p.n << "x" << p.k);
+    compute::ComputeModel model(test::catalog().gpu(p.gpu));
+    const compute::GemmShape shape{p.m, p.n, p.k};
+    const double tflops = shape.flops() / model.gemm_s(shape, compute::MathPrecision::fp8) / 1e12;
+    CHECK(tflops == Approx(p.tflops).epsilon(p.tolerance));
+  }
+  compute::ComputeModel h100(test::catalog().gpu("H100-SXM"));
+  // Fewer SMs (an overlapped communication kernel) never makes a GEMM faster; more bytes never make a kernel faster.
+  CHECK(h100.gemm_s({8192, 8192, 8192}, compute::MathPrecision::fp8, 16) > h100.gemm_s({8192, 8192, 8192}, compute::MathPrecision::fp8));
+  CHECK(h100.memory_s(2e9) > h100.memory_s(1e9));
+  CHECK(h100.memory_s(2.9e9) == Approx(1e-3).epsilon(0.05));  // STREAM ~2.9-3.0 TB/s
+}
+
+TEST_CASE("a symmetric trace has one rank per stage and round-trips through JSON", "[workload]") {
+  auto s = make_scenario({{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 2}, {"global_batch_size", 16}},
+                         {{"seq_length", 2048}}, nlohmann::json{{"base", "llama3-8b"}, {"num_hidden_layers", 4}}, 2);
+  std::vector<int> rank_gpu(16);
+  for (int i = 0; i < 16; ++i) rank_gpu[i] = i;
+  Trace trace = build_trace(s, rank_gpu, false);
+  CHECK(trace.ranks == std::vector<int>{0, 8});
+  Trace back = trace_from_json(trace_to_json(trace), "trace.json");
+  REQUIRE(back.nodes.size() == trace.nodes.size());
+  CHECK(back.comms.size() == trace.comms.size());
+  for (std::size_t i = 0; i < trace.nodes.size(); i += 97) {
+    CHECK(back.nodes[i].name == trace.nodes[i].name);
+    CHECK(back.nodes[i].deps == trace.nodes[i].deps);
+    CHECK(back.nodes[i].flops == trace.nodes[i].flops);
+  }
+  // Conservation: every send has its receive.
+  int sends = 0, receives = 0;
+  for (const auto& n : trace.nodes) {
+    sends += n.type == NodeType::send;
+    receives += n.type == NodeType::recv;
+  }
+  CHECK(sends == receives);
+  CHECK(sends == 2 * 4);  // 16 / (1 x DP 4) = 4 micro-batches: one activation and one gradient across the one boundary
+  // The model FLOPs the trace carries equal Megatron's per-token figure x tokens.
+  CHECK(trace.model_flops_per_step == Approx(training_flops_per_token(s.model, 2048, padded_vocab(s.model.vocab, 2)).total() * 16 * 2048));
+}
