@@ -34,7 +34,7 @@ TEST_CASE("merging pure delays preserves every task's times", "[replay]") {
       t.delay_s = duration(random);
       // Mostly chains and small fork-joins, with some longer edges (like stream order).
       if (i > 0) t.deps.push_back(i - 1);
-      if (i > 2 && random() % 4 == 0) t.deps.push_back(i - 2 - static_cast<int>(random() % 3));
+      if (i > 4 && random() % 4 == 0) t.deps.push_back(i - 2 - static_cast<int>(random() % 3));
       if (i > 1 && random() % 5 == 0) t.deps = {i - 2};  // a fork: i-1 and i both after i-2
       g.tasks.push_back(t);
     }
