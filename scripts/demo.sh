@@ -16,4 +16,8 @@ echo
 echo "== fmsim collective topologies/p6e-gb200-4x72.json --op alltoall -b 1M -e 4G -f 8"
 "$fmsim" collective topologies/p6e-gb200-4x72.json --op alltoall -b 1M -e 4G -f 8
 echo
-echo "(JSON and DOT written to $out)"
+echo
+echo "== fmsim run configs/training/llama3-70b-p5.json"
+"$fmsim" run configs/training/llama3-70b-p5.json --json "$out/llama3-70b.json" --timeline "$out/llama3-70b-timeline.json"
+echo
+echo "(JSON, DOT and a Perfetto time line written to $out)"
