@@ -7,8 +7,7 @@
 #include <set>
 #include <string>
 
-#include <simgrid/s4u.hpp>
-#include <xbt/log.h>
+#include "simgrid_setup.hpp"
 
 #include "fmsim/common/error.hpp"
 #include "fmsim/engine/network_sim.hpp"
@@ -137,39 +136,13 @@ void run_jobs(const std::vector<SimJob>* jobs, Runtime* runtime) {
 }  // namespace
 
 SimStats simulate(const SimPlatform& platform, const std::vector<SimJob>& jobs) {
-  static bool used = false;
-  if (used) throw InternalError("engine: SimGrid runs once per process; fork to simulate again");
-  used = true;
+  auto engine = detail::make_engine();
   validate(platform, jobs);
-
-  xbt_log_control_set("root.thres:critical");
-  int argc = 1;
-  char name[] = "fmsim";
-  char* argv[] = {name, nullptr};
-  sg4::Engine engine(&argc, argv);
-  engine.set_config("network/model:CM02");
-  engine.set_config("network/crosstraffic:0");
-  engine.set_config("network/TCP-gamma:1e18");
-
-  auto* zone = sg4::create_full_zone("fmsim");
   Runtime runtime;
-  for (const auto& host : platform.hosts) runtime.hosts.push_back(zone->create_host(host, 1e9)->seal());
-  std::vector<sg4::Link*> links;
-  links.reserve(platform.links.size());
-  for (const auto& link : platform.links) {
-    links.push_back(zone->create_link(link.name, link.bandwidth_Bps)->set_latency(link.latency_s)->seal());
-  }
-  for (const auto& route : platform.routes) {
-    std::vector<sg4::LinkInRoute> path;
-    path.reserve(route.links.size());
-    for (int link : route.links) path.emplace_back(links[link]);
-    zone->add_route(runtime.hosts[route.src]->get_netpoint(), runtime.hosts[route.dst]->get_netpoint(), nullptr,
-                    nullptr, path, false);
-  }
-  zone->seal();
+  runtime.hosts = detail::build_zone(platform).hosts;
 
   sg4::Actor::create("controller", runtime.hosts.front(), run_jobs, &jobs, &runtime);
-  engine.run();
+  engine->run();
   if (runtime.stats.durations_s.size() != jobs.size()) {
     throw InternalError("engine: the simulation stopped before every job finished (deadlocked program)");
   }

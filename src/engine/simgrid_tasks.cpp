@@ -5,8 +5,7 @@
 #include <map>
 #include <set>
 
-#include <simgrid/s4u.hpp>
-#include <xbt/log.h>
+#include "simgrid_setup.hpp"
 
 #include "fmsim/common/error.hpp"
 #include "fmsim/engine/task_graph.hpp"
@@ -140,37 +139,15 @@ struct Controller {
 }  // namespace
 
 TaskTimes simulate_tasks(const SimPlatform& platform, const SimTaskGraph& graph) {
-  static bool used = false;
-  if (used) throw InternalError("engine: SimGrid runs once per process; fork to simulate again");
-  used = true;
+  auto engine = detail::make_engine();
   validate(platform, graph);
-
-  xbt_log_control_set("root.thres:critical");
-  int argc = 1;
-  char name[] = "fmsim";
-  char* argv[] = {name, nullptr};
-  sg4::Engine engine(&argc, argv);
-  engine.set_config("network/model:CM02");
-  engine.set_config("network/crosstraffic:0");
-  engine.set_config("network/TCP-gamma:1e18");
-
-  auto* zone = sg4::create_full_zone("fmsim");
   Controller controller;
   controller.graph = &graph;
-  for (const auto& host : platform.hosts) controller.hosts.push_back(zone->create_host(host, 1e9)->seal());
-  controller.timer = zone->create_host("fmsim-timer", kTimerFlopsPerSecond)->set_core_count(1 << 24)->seal();
-  std::vector<sg4::Link*> links;
-  for (const auto& link : platform.links) {
-    links.push_back(zone->create_link(link.name, link.bandwidth_Bps)->set_latency(link.latency_s)->seal());
-  }
-  for (const auto& route : platform.routes) {
-    std::vector<sg4::LinkInRoute> path;
-    for (int link : route.links) path.emplace_back(links[link]);
-    zone->add_route(controller.hosts[route.src]->get_netpoint(), controller.hosts[route.dst]->get_netpoint(), nullptr,
-                    nullptr, path, false);
-    controller.route_links[{route.src, route.dst}] = route.links;
-  }
-  zone->seal();
+  detail::BuiltZone built = detail::build_zone(platform, false);
+  controller.hosts = built.hosts;
+  controller.timer = built.zone->create_host("fmsim-timer", kTimerFlopsPerSecond)->set_core_count(1 << 24)->seal();
+  built.zone->seal();
+  for (const auto& route : platform.routes) controller.route_links[{route.src, route.dst}] = route.links;
   controller.times.link_bytes.assign(platform.links.size(), 0.0);
 
   std::string failure;
@@ -181,7 +158,7 @@ TaskTimes simulate_tasks(const SimPlatform& platform, const SimTaskGraph& graph)
       failure = error.what();
     }
   });
-  engine.run();
+  engine->run();
   if (!failure.empty()) throw InternalError(failure);
   return controller.times;
 }
