@@ -26,8 +26,7 @@ struct RunOptions {
   bool allow_oom = false;
 };
 
-workload::Scenario load(const GlobalOptions& globals, const RunOptions& o, const hardware::Catalog& catalog,
-                        const std::optional<config::JsonFile>& trace_file) {
+workload::Scenario load(const RunOptions& o, const hardware::Catalog& catalog, const std::optional<config::JsonFile>& trace_file) {
   workload::Scenario s;
   if (!o.scenario_file.empty()) {
     s = workload::load_scenario(o.scenario_file, o.sets, catalog);
@@ -40,7 +39,6 @@ workload::Scenario load(const GlobalOptions& globals, const RunOptions& o, const
   } else {
     throw InputError("give a scenario file (or --trace FILE)");
   }
-  (void)globals;
   if (!o.fidelity.empty()) {
     if (o.fidelity != "fast" && o.fidelity != "full") throw InputError("--fidelity '" + o.fidelity + "': expected fast or full");
     s.fidelity = o.fidelity == "full" ? workload::Fidelity::full : workload::Fidelity::fast;
@@ -53,7 +51,7 @@ int run_training(const GlobalOptions& globals, const RunOptions& o) {
   auto catalog = load_catalog(globals);
   std::optional<config::JsonFile> trace_file;
   if (!o.trace_file.empty()) trace_file = config::load_json_file(o.trace_file);
-  const workload::Scenario s = load(globals, o, catalog, trace_file);
+  const workload::Scenario s = load(o, catalog, trace_file);
 
   report::TrainingRun run;
   run.scenario = &s;
@@ -93,7 +91,7 @@ int run_training(const GlobalOptions& globals, const RunOptions& o) {
 
 int write_trace(const GlobalOptions& globals, const RunOptions& o) {
   auto catalog = load_catalog(globals);
-  const workload::Scenario s = load(globals, o, catalog, std::nullopt);
+  const workload::Scenario s = load(o, catalog, std::nullopt);
   auto cluster = topology::build_cluster_graph(s.cluster);
   auto rank_gpu = topology::place_ranks(cluster, s.parallelism.world(), s.placement, s.seed);
   workload::Trace trace = workload::build_trace(s, rank_gpu, s.fidelity == workload::Fidelity::full);

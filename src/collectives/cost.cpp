@@ -52,19 +52,20 @@ std::vector<Candidate> candidates(const CommLayout& layout, Op op, std::optional
 }
 
 Estimate estimate(const Candidate& candidate, Op op, const CommLayout& layout, double bytes, double net_seconds_per_byte) {
-  const TrafficShape shape = candidate.model->shape(op, layout);
+  Estimate e;
+  e.shape = candidate.model->shape(op, layout);
+  const TrafficShape& shape = e.shape;
+  const double slow = protocol_factor(candidate.protocol);
   const double nvlink_Bps =
       layout.nvlink_Bps * (shape.nvlink_is_nvls ? tuning::kNvlsEfficiency : tuning::kNvlinkCopyEfficiency);
-  const double nvlink_s = shape.nvlink_bytes_per_rank * bytes / nvlink_Bps;
-  const double net_s = net_seconds_per_byte * bytes;
-  double bandwidth_s = shape.phases_add ? nvlink_s + net_s : std::max(nvlink_s, net_s);
-  bandwidth_s /= protocol_factor(candidate.protocol);
+  e.nvlink_s = shape.nvlink_bytes_per_rank * bytes / nvlink_Bps / slow;
+  e.net_s = net_seconds_per_byte * bytes / slow;
+  double bandwidth_s = shape.phases_add ? e.nvlink_s + e.net_s : std::max(e.nvlink_s, e.net_s);
   if (candidate.protocol == Protocol::ll) {
     double ll_cap = tuning::ll_max_busbw_Bps(layout.sm_version, layout.amd_host, layout.islands);
     bandwidth_s = std::max(bandwidth_s, bytes * busbw_factor(op, layout.ranks) / ll_cap);
   }
   const double pipelined = std::min(bytes, tuning::kChannels * tuning::kPipelineChunkBytes);
-  Estimate e;
   e.fill_s = bytes > 0 ? shape.fill_stages * bandwidth_s * pipelined / bytes : 0.0;
   e.bandwidth_s = bandwidth_s;
   e.latency_s = candidate.model->latency_s(op, layout, candidate.protocol);
@@ -76,31 +77,24 @@ CollectiveCost collective_cost(const CommLayout& layout, Op op, double bytes) {
   CollectiveCost best;
   best.time_s = INFINITY;
   for (const auto& candidate : candidates(layout, op, std::nullopt, std::nullopt, false)) {
-    const TrafficShape shape = candidate.model->shape(op, layout);
-    const double per_gpu = shape.net_bytes_per_island / layout.ranks_per_island;
-    const double net_spb = per_gpu / (layout.rail_Bps * tuning::kNetworkEfficiency);
-    Estimate e = estimate(candidate, op, layout, bytes, net_spb);
+    const double per_gpu = candidate.model->shape(op, layout).net_bytes_per_island / layout.ranks_per_island;
+    Estimate e = estimate(candidate, op, layout, bytes, per_gpu / (layout.rail_Bps * tuning::kNetworkEfficiency));
     if (e.time_s >= best.time_s) continue;
     best.algorithm = candidate.model->id();
     best.protocol = candidate.protocol;
     best.time_s = e.time_s;
-    best.pattern = shape.pattern;
-    // Split the bandwidth time into what the replay simulates (network bytes on rails) and what it
-    // keeps in closed form: the NVLink part, slowed like the whole by the protocol.
-    const double slow = protocol_factor(candidate.protocol);
-    const double nvlink_Bps =
-        layout.nvlink_Bps * (shape.nvlink_is_nvls ? tuning::kNvlsEfficiency : tuning::kNvlinkCopyEfficiency);
-    const double nvlink_s = shape.nvlink_bytes_per_rank * bytes / nvlink_Bps / slow;
-    const double net_s = net_spb * bytes / slow;
-    best.net_bytes_per_gpu = shape.pattern == NetPattern::none ? 0.0 : per_gpu * bytes / slow;
+    best.pattern = e.shape.pattern;
+    // Split the bandwidth time into what the replay simulates (network bytes on rails, slowed like the
+    // whole by the protocol) and what it keeps in closed form.
+    best.net_bytes_per_gpu = e.shape.pattern == NetPattern::none ? 0.0 : per_gpu * bytes / protocol_factor(candidate.protocol);
     best.fixed_s = e.latency_s + e.fill_s;
     best.nvlink_s = 0;
     if (best.net_bytes_per_gpu <= 0) {
       best.fixed_s += e.bandwidth_s;  // NVLink only (with the LL cap, if any)
-    } else if (shape.phases_add) {
-      best.fixed_s += e.bandwidth_s - net_s;
+    } else if (e.shape.phases_add) {
+      best.fixed_s += e.bandwidth_s - e.net_s;
     } else {
-      best.nvlink_s = nvlink_s;
+      best.nvlink_s = e.nvlink_s;
     }
   }
   return best;

@@ -49,9 +49,8 @@ int NetworkModel::host_of_rank(int rank) const {
   return it->second;
 }
 
-int NetworkModel::route(int src_host, int dst_host, const std::vector<int>& links) {
+void NetworkModel::route(int src_host, int dst_host, const std::vector<int>& links) {
   if (routed_.insert({src_host, dst_host}).second) platform_.routes.push_back({src_host, dst_host, links});
-  return 0;
 }
 
 bool NetworkModel::all_members_simulated(const workload::Communicator& comm) const {

@@ -26,7 +26,8 @@ class NetworkModel {
  private:
   int add_link(const std::string& name, double bandwidth_Bps);
   int host_of_rank(int rank) const;
-  int route(int src_host, int dst_host, const std::vector<int>& links);
+  /// Adds a route between two hosts unless they have one.
+  void route(int src_host, int dst_host, const std::vector<int>& links);
   /// Links from the rail of `src_rank`'s GPU to the rail of `dst_gpu` (leaf uplinks when needed).
   std::vector<int> rail_path(int src_rank, int dst_rank);
   const collectives::CommLayout& layout(const workload::Communicator& comm);

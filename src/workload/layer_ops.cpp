@@ -33,16 +33,10 @@ Shapes shapes_of(const TraceWriter& w) {
   return s;
 }
 
-bool sliding(const ModelSpec& m, int layer) {
-  return m.sliding_window > 0 && layer < static_cast<int>(m.sliding_layers.size()) && m.sliding_layers[layer];
-}
-
 /// Forward attention FLOPs of one rank for one micro-batch (causal; CP splits the work evenly).
 double attention_forward_flops(const TraceWriter& w, int layer) {
   const auto& m = w.s.model;
-  const int seq = w.s.training.seq;
-  const double window = sliding(m, layer) ? m.sliding_window : 0;
-  const double span = window > 0 && window < seq ? window * (1.0 - window / (2.0 * seq)) + 0.5 : seq / 2.0;
+  const double span = attended_span(w.s.training.seq, m.attention_window(layer));
   const double width = m.mla ? (m.heads * (m.mla_shape.qk_nope_head_dim + m.mla_shape.qk_rope_head_dim) +
                                 m.heads * m.mla_shape.v_head_dim) / 2.0
                              : m.q_dim();
@@ -126,7 +120,7 @@ int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int after) {
   if (!m.mla) return gemm_with_tp(w, rank, c, {"qkv", t, s.q + 2 * s.kv, s.h}, Op::all_gather, true, after);
   const auto& a = m.mla_shape;
   const double tp = s.tp;
-  int node = gemm_with_tp(w, rank, c, {"mla.kv_down", t, a.kv_lora_rank + a.qk_rope_head_dim, s.h}, Op::all_gather, true, after);
+  int node = gemm_with_tp(w, rank, c, {"mla.kv_down", t, static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim), s.h}, Op::all_gather, true, after);
   node = w.gemm(rank, "mla.kv_up", t, m.heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank,
                 w.s.training.precision == Precision::fp8, {node});
   if (a.q_lora_rank > 0) {
@@ -173,11 +167,10 @@ int moe_block(TraceWriter& w, int rank, const Communicators& c, bool backward, i
 
 }  // namespace
 
-int emit_layer_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after, bool recompute) {
+int emit_layer_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
   const auto& m = w.s.model;
   const Shapes s = shapes_of(w);
   const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
-  (void)recompute;
   int node = w.memory(rank, "norm1", 2 * tsp * s.h * ab, after_of(after));
   node = qkv_forward(w, rank, c, node);
   node = w.memory(rank, "rope", 2 * t * (s.q + s.kv) * ab, {node});
@@ -202,7 +195,7 @@ int emit_layer_backward(TraceWriter& w, int rank, const Communicators& c, int la
   const Shapes s = shapes_of(w);
   const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
   int node = after;
-  if (tr.recompute == Recompute::full) node = emit_layer_forward(w, rank, c, layer, node, true);
+  if (tr.recompute == Recompute::full) node = emit_layer_forward(w, rank, c, layer, node);
   const Op reduce = w.s.parallelism.sequence_parallel ? Op::reduce_scatter : Op::all_reduce;
   const Op gather = Op::all_gather;
   const bool sp = w.s.parallelism.sequence_parallel;

@@ -65,7 +65,7 @@ MemoryReport estimate_memory(const Scenario& s) {
       const int stage = chunk * p.pp + rank;
       for (int layer = layers[stage].first; layer < layers[stage].second; ++layer) {
         const double experts = m.layer_is_moe(layer) ? counts.expert_per_moe_layer : 0.0;
-        dense += (layer_parameters(m, layer) - experts) / p.tp;
+        dense += (layer_parameters(m, counts, layer) - experts) / p.tp;
         expert += experts / (p.ep * p.etp);
         chunk_activation[chunk] += activation_bytes_per_layer(s, layer);
       }
@@ -91,7 +91,7 @@ MemoryReport estimate_memory(const Scenario& s) {
     if (zero3) {
       // About two FSDP units (here: layers) unsharded at a time, double-buffered.
       double largest = 0;
-      for (int layer = 0; layer < m.layers; ++layer) largest = std::max(largest, layer_parameters(m, layer) / p.tp);
+      for (int layer = 0; layer < m.layers; ++layer) largest = std::max(largest, layer_parameters(m, counts, layer) / p.tp);
       b.weights_bytes += 2 * largest * weight_bytes;
     }
     b.gradients_bytes = sharded(grad_bytes, zero2);

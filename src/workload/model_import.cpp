@@ -153,27 +153,37 @@ std::vector<std::string> preset_names(const std::filesystem::path& presets_dir) 
   return names;
 }
 
-ModelSpec load_model(const std::string& name_or_path, const std::filesystem::path& presets_dir) {
-  std::filesystem::path path = name_or_path;
-  const bool looks_like_path = name_or_path.find('/') != std::string::npos || path.extension() == ".json";
-  if (!looks_like_path) {
-    path = presets_dir / (name_or_path + ".json");
-    if (!std::filesystem::exists(path)) {
-      std::string known;
-      for (const auto& name : preset_names(presets_dir)) known += (known.empty() ? "" : ", ") + name;
-      throw InputError("model '" + name_or_path + "': no such preset (known presets: " + known +
-                       "; or give the path of a Hugging Face config.json)");
-    }
+bool is_model_path(const std::string& name_or_path) {
+  return name_or_path.find('/') != std::string::npos || std::filesystem::path(name_or_path).extension() == ".json";
+}
+
+std::filesystem::path model_config_path(const std::string& name_or_path, const std::filesystem::path& presets_dir) {
+  if (is_model_path(name_or_path)) return name_or_path;
+  std::filesystem::path path = presets_dir / (name_or_path + ".json");
+  if (!std::filesystem::exists(path)) {
+    std::string known;
+    for (const auto& name : preset_names(presets_dir)) known += (known.empty() ? "" : ", ") + name;
+    throw InputError("model '" + name_or_path + "': no such preset (known presets: " + known +
+                     "; or give the path of a Hugging Face config.json)");
   }
-  config::JsonFile file = config::load_json_file(path);
+  return path;
+}
+
+ModelSpec load_model(const std::string& name_or_path, const std::filesystem::path& presets_dir) {
+  config::JsonFile file = config::load_json_file(model_config_path(name_or_path, presets_dir));
   ModelSpec model = model_from_hf_config(file.root, file.path);
-  if (!looks_like_path) model.name = name_or_path;
+  if (!is_model_path(name_or_path)) model.name = name_or_path;
   return model;
 }
 
 bool ModelSpec::layer_is_moe(int layer) const {
   if (!is_moe() || layer < moe.first_dense_layers) return false;
   return (layer - moe.first_dense_layers) % moe.layer_frequency == 0;
+}
+
+int ModelSpec::attention_window(int layer) const {
+  const bool windowed = sliding_window > 0 && layer < static_cast<int>(sliding_layers.size()) && sliding_layers[layer];
+  return windowed ? sliding_window : 0;
 }
 
 int ModelSpec::moe_layers() const {

@@ -35,13 +35,6 @@ double dense_mlp_parameters(const ModelSpec& m, double ffn) {
 
 double norm_parameters_per_layer(const ModelSpec& m) { return (m.mlp_bias ? 4.0 : 2.0) * m.hidden; }
 
-/// Average attended span per query token at sequence length `seq`, causal, with an optional window.
-double attended_span(int seq, int window) {
-  if (window <= 0 || window >= seq) return seq / 2.0;
-  const double w = window;
-  return w * (1.0 - w / (2.0 * seq)) + 0.5;  // full-window rows plus the ramp of the first w rows
-}
-
 }  // namespace
 
 ParameterCounts count_parameters(const ModelSpec& m) {
@@ -69,8 +62,13 @@ ParameterCounts count_parameters(const ModelSpec& m) {
   return c;
 }
 
-double layer_parameters(const ModelSpec& m, int layer) {
-  ParameterCounts c = count_parameters(m);
+double attended_span(int seq, int window) {
+  if (window <= 0 || window >= seq) return seq / 2.0;
+  const double w = window;
+  return w * (1.0 - w / (2.0 * seq)) + 0.5;  // full-window rows plus the ramp of the first w rows
+}
+
+double layer_parameters(const ModelSpec& m, const ParameterCounts& c, int layer) {
   return c.attention_per_layer + norm_parameters_per_layer(m) +
          (m.layer_is_moe(layer) ? c.moe_mlp_per_layer : c.dense_mlp_per_layer);
 }
@@ -96,8 +94,7 @@ FlopsPerToken training_flops_per_token(const ModelSpec& m, int seq, int vocab_pa
     core_per_full_layer = 12.0 * q;  // x span: forward 2 GEMMs x 2 FLOP, x3 for backward
   }
   for (int layer = 0; layer < m.layers; ++layer) {
-    const bool sliding = m.sliding_window > 0 && layer < static_cast<int>(m.sliding_layers.size()) && m.sliding_layers[layer];
-    f.attention += core_per_full_layer * attended_span(seq, sliding ? m.sliding_window : 0);
+    f.attention += core_per_full_layer * attended_span(seq, m.attention_window(layer));
     f.dense_matmul += projections;
     if (m.layer_is_moe(layer)) {
       f.dense_matmul += 6 * h * mlp_matrices(m) * (static_cast<double>(m.moe.expert_ffn) * m.moe.experts_per_token + m.moe.shared_ffn);

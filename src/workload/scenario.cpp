@@ -42,15 +42,14 @@ ModelSpec expand_model(const json& value, const std::string& origin, const std::
   if (!value.contains("base")) return model_from_hf_config(value, origin + ": /model");
   if (!value["base"].is_string()) throw InputError(origin + ": /model/base: expected a preset name or a config.json path");
   const std::string base = value["base"].get<std::string>();
-  const bool is_path = base.find('/') != std::string::npos || base.size() > 5 && base.substr(base.size() - 5) == ".json";
-  ModelSpec preset = load_model(is_path ? resolve_path(base, base_dir).string() : base, default_presets_dir());
-  if (value.size() == 1) return preset;
-  json merged = config::load_json_file(is_path ? resolve_path(base, base_dir) : default_presets_dir() / (base + ".json")).root;
+  const bool is_path = is_model_path(base);
+  config::JsonFile file =
+      config::load_json_file(is_path ? resolve_path(base, base_dir) : model_config_path(base, default_presets_dir()));
   json overrides = value;
   overrides.erase("base");
-  merged.merge_patch(overrides);
-  ModelSpec model = model_from_hf_config(merged, origin + ": /model");
-  model.name = preset.name;
+  file.root.merge_patch(overrides);
+  ModelSpec model = model_from_hf_config(file.root, overrides.empty() ? file.path : origin + ": /model");
+  if (!is_path) model.name = base;
   return model;
 }
 

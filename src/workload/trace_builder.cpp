@@ -33,18 +33,13 @@ TraceWriter::TraceWriter(const Scenario& scenario, Trace& t) : s(scenario), trac
   tokens_sp = p.sequence_parallel ? tokens / p.tp : tokens;
   vocab_padded = padded_vocab(s.model.vocab, p.tp);
   act_bytes = activation_bytes();
+  counts = count_parameters(s.model);
 }
 
 int TraceWriter::comm(const std::string& kind, std::vector<int> ranks) {
-  for (const auto& existing : trace.comms) {
-    if (existing.kind == kind && existing.ranks == ranks) return existing.id;
-  }
-  Communicator c;
-  c.id = static_cast<int>(trace.comms.size());
-  c.kind = kind;
-  c.ranks = std::move(ranks);
-  trace.comms.push_back(std::move(c));
-  return trace.comms.back().id;
+  auto [it, inserted] = comm_ids_.try_emplace({kind, ranks}, static_cast<int>(trace.comms.size()));
+  if (inserted) trace.comms.push_back({it->second, kind, std::move(ranks)});
+  return it->second;
 }
 
 int TraceWriter::add(TraceNode node) {
@@ -187,9 +182,8 @@ class RankBuilder {
   std::pair<double, double> layer_params(int layer) const {
     const auto& m = w_.s.model;
     const auto& p = w_.s.parallelism;
-    ParameterCounts counts = count_parameters(m);
-    const double all = layer_parameters(m, layer);
-    const double experts = m.layer_is_moe(layer) ? counts.expert_per_moe_layer : 0.0;
+    const double all = layer_parameters(m, w_.counts, layer);
+    const double experts = m.layer_is_moe(layer) ? w_.counts.expert_per_moe_layer : 0.0;
     return {(all - experts) / p.tp, experts / (p.ep * p.etp)};
   }
   double extra_params(int chunk) const {
@@ -246,7 +240,7 @@ class RankBuilder {
   /// first layer of each bucket -> its all-gather node.
   std::map<int, int> gather_chunk(int chunk, const std::vector<int>& deps) {
     std::map<int, int> out;
-    auto list = buckets(chunk);
+    auto list = chunk_buckets(chunk);
     std::reverse(list.begin(), list.end());
     for (const auto& bucket : list) {
       int node = dp_collective(collectives::Op::all_gather, bucket, param_bytes(), "param.ag", deps);
@@ -302,14 +296,14 @@ class RankBuilder {
     else if (zero3()) gathers = gather_chunk(chunk, {node});  // FSDP: gathered again for every micro-batch
     for (int layer = begin; layer < end; ++layer) {
       node = wait_for_bucket(gathers, layer, node, true);
-      node = detail::emit_layer_forward(w_, rank_, c_, layer, node, false);
+      node = detail::emit_layer_forward(w_, rank_, c_, layer, node);
     }
     if (stage == stages() - 1) {
       const double t = w_.tokens, v = w_.vocab_padded / static_cast<double>(w_.s.parallelism.tp);
       node = w_.gemm(rank_, "logits", t, v, w_.s.model.hidden, false, {node});
       node = w_.memory(rank_, "loss", 2 * t * v * 4.0, {node});  // FP32 softmax cross-entropy
     } else {
-      node = send(stage + 1, microbatch, stage + 1, true, node);
+      node = send(stage + 1, microbatch, true, node);
     }
     forward_end_[{microbatch, chunk}] = node;
   }
@@ -339,37 +333,37 @@ class RankBuilder {
     }
     if (stage == 0) node = w_.memory(rank_, "embedding.bwd", 2.0 * w_.tokens_sp * w_.s.model.hidden * w_.act_bytes, {node});
     if (reduce_now && overlap) reduce_bucket_if_full(chunk, begin, node);
-    if (stage > 0) node = send(stage - 1, microbatch, stage - 1, false, node);
+    if (stage > 0) node = send(stage - 1, microbatch, false, node);
     last_compute_ = node;
   }
 
-  int send(int to_stage, int microbatch, int about_stage, bool forward, int after) {
-    const auto& p = w_.s.parallelism;
+  /// A pipeline transfer of one micro-batch's activations (forward) or their gradients (backward),
+  /// tagged by the receiving virtual stage so that the send and its receive match.
+  TraceNode p2p_node(NodeType type, int peer_stage, int receiver_stage, int microbatch, bool forward) const {
     TraceNode node;
     node.rank = rank_;
-    node.type = NodeType::send;
+    node.type = type;
     node.category = Category::pp_comm;
-    node.name = forward ? "pp.send_act" : "pp.send_grad";
-    // 1F1B blocks on its sends (batched isend/irecv, then synchronize); interleaved overlaps them.
-    node.stream = p.vp == 1 ? "compute" : "pp";
-    node.peer = stage_rank(to_stage);
-    node.tag = tag(microbatch, about_stage, forward);
+    node.name = std::string(type == NodeType::send ? "pp.send_" : "pp.recv_") + (forward ? "act" : "grad");
+    node.peer = stage_rank(peer_stage);
+    node.tag = tag(microbatch, receiver_stage, forward);
     node.comm_bytes = static_cast<double>(w_.tokens_sp) * w_.s.model.hidden * w_.act_bytes;
-    node.deps = {after};
-    int id = w_.add(std::move(node));
-    return p.vp == 1 ? id : after;
+    return node;
   }
 
-  int receive(int from_stage, int microbatch, int about_stage, bool forward) {
-    TraceNode node;
-    node.rank = rank_;
-    node.type = NodeType::recv;
-    node.category = Category::pp_comm;
-    node.name = forward ? "pp.recv_act" : "pp.recv_grad";
+  int send(int to_stage, int microbatch, bool forward, int after) {
+    const bool blocking = w_.s.parallelism.vp == 1;
+    TraceNode node = p2p_node(NodeType::send, to_stage, to_stage, microbatch, forward);
+    // 1F1B blocks on its sends (batched isend/irecv, then synchronize); interleaved overlaps them.
+    node.stream = blocking ? "compute" : "pp";
+    node.deps = {after};
+    int id = w_.add(std::move(node));
+    return blocking ? id : after;
+  }
+
+  int receive(int from_stage, int microbatch, int stage, bool forward) {
+    TraceNode node = p2p_node(NodeType::recv, from_stage, stage, microbatch, forward);
     node.stream = "";  // posted ahead; completes when the matching send's data has arrived
-    node.peer = stage_rank(from_stage);
-    node.tag = tag(microbatch, about_stage, forward);
-    node.comm_bytes = static_cast<double>(w_.tokens_sp) * w_.s.model.hidden * w_.act_bytes;
     return w_.add(std::move(node));
   }
 

@@ -23,7 +23,9 @@ class TraceWriter {
   int tokens_sp = 0;   ///< the part a TP rank holds between TP regions (sequence parallel)
   int vocab_padded = 0;
   double act_bytes = 2;
+  ParameterCounts counts;  ///< of the model, once
 
+  /// The id of the communicator (kind, ranks), created on first use.
   int comm(const std::string& kind, std::vector<int> ranks);
   int add(TraceNode node);
   TraceNode compute(int rank, const std::string& name, Kernel kernel, Category category = Category::compute) const;
@@ -33,10 +35,13 @@ class TraceWriter {
   int gemm(int rank, const std::string& name, double m, double n, double k, bool fp8, std::vector<int> deps,
            int repeat = 1, int sms_taken = 0);
   int memory(int rank, const std::string& name, double bytes, std::vector<int> deps);
+
+ private:
+  std::map<std::pair<std::string, std::vector<int>>, int> comm_ids_;
 };
 
 /// Emits the forward of one layer on one rank (one micro-batch); returns the node that ends it.
-int emit_layer_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after, bool recompute);
+int emit_layer_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after);
 /// Emits the backward of one layer; returns the node that ends it.
 int emit_layer_backward(TraceWriter& w, int rank, const Communicators& c, int layer, int after);
 

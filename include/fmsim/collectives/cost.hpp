@@ -25,6 +25,9 @@ struct Estimate {
   double latency_s = 0;
   double bandwidth_s = 0;
   double fill_s = 0;
+  double nvlink_s = 0;    ///< the NVLink part of bandwidth_s, slowed by the protocol
+  double net_s = 0;       ///< the network part, likewise
+  TrafficShape shape;
 };
 
 /// Cost of one candidate at `bytes`, given the network seconds per byte of collective size.

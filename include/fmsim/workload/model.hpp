@@ -51,6 +51,8 @@ struct ModelSpec {
 
   bool is_moe() const { return moe.experts > 0; }
   bool layer_is_moe(int layer) const;
+  /// Attention window of a layer in tokens; 0 = full (causal) attention.
+  int attention_window(int layer) const;
   int moe_layers() const;
   int q_dim() const;   ///< query projection width (heads x query head dim)
   int kv_dim() const;  ///< width of K (and of V) for GQA/MHA
@@ -60,6 +62,10 @@ struct ModelSpec {
 /// HF configs carry many; keys it needs and that are missing or wrong are errors naming the file.
 ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& file);
 
+/// Whether `name_or_path` names a file (it has a '/' or ends in .json) rather than a preset.
+bool is_model_path(const std::string& name_or_path);
+/// The config.json a preset name or path stands for. Throws InputError listing the presets for an unknown name.
+std::filesystem::path model_config_path(const std::string& name_or_path, const std::filesystem::path& presets_dir);
 /// `name_or_path`: a preset name (configs/models/NAME.json) or a path to a config.json.
 ModelSpec load_model(const std::string& name_or_path, const std::filesystem::path& presets_dir);
 std::vector<std::string> preset_names(const std::filesystem::path& presets_dir);
@@ -81,8 +87,12 @@ struct ParameterCounts {
 };
 ParameterCounts count_parameters(const ModelSpec& model);
 
-/// Parameters of one layer (attention + its MLP + norms).
-double layer_parameters(const ModelSpec& model, int layer);
+/// Parameters of one layer (attention + its MLP + norms), from the per-layer figures of `counts`.
+double layer_parameters(const ModelSpec& model, const ParameterCounts& counts, int layer);
+
+/// Average number of keys a query attends to at sequence length `seq`, causal, with an optional
+/// window (0 = none): seq / 2 without one, as Megatron counts it.
+double attended_span(int seq, int window);
 
 /// Megatron-Core accounting (MEGATRON-NOTES.md section 1): training FLOPs (forward + backward, 3 x 2
 /// per multiply-add) per token at sequence length `seq`, causal. `vocab_padded` is the LM-head width.
