@@ -8,7 +8,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import subprocess
 import tempfile
 import time
@@ -28,7 +27,6 @@ def scenario_405b(gpus):
 
 
 def measure(fmsim, path):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
     proc = subprocess.run(["/usr/bin/time", "-f", "%M", fmsim, "run", path, "--json", "-", "--allow-oom"],
                           capture_output=True, text=True)
@@ -37,7 +35,6 @@ def measure(fmsim, path):
         raise SystemExit(proc.stderr)
     rss_kib = int(proc.stderr.strip().splitlines()[-1])
     out = json.loads(proc.stdout)
-    del before
     return wall, rss_kib * 1024, out
 
 

@@ -1,4 +1,5 @@
 """Helpers shared by the CLI test suites: running fmsim, expecting one-line errors, and a tiny runner."""
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,13 @@ def test(fn):
 
 def run(*args, timeout=600):
     return subprocess.run([FMSIM, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def run_json(command, *args):
+    """Runs `fmsim COMMAND ARGS --json -`, expects success, returns the parsed document."""
+    proc = run(command, *args, "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
 
 
 def write(directory, name, text):

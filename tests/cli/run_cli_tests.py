@@ -5,7 +5,7 @@ import json
 import os
 import tempfile
 
-from cli_support import TOPO, expect_bad_input, run, run_tests, test, write
+from cli_support import TOPO, expect_bad_input, run, run_json, run_tests, test, write
 
 
 @test
@@ -111,9 +111,7 @@ def unwritable_output_is_a_clear_error():
 
 
 def collective(*args):
-    proc = run("collective", *args, "--json", "-")
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    return run_json("collective", *args)
 
 
 @test

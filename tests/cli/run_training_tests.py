@@ -7,7 +7,7 @@ import os
 import shutil
 import tempfile
 
-from cli_support import CONFIGS, TOPO, expect_bad_input, run, run_tests, test, write
+from cli_support import CONFIGS, TOPO, expect_bad_input, run, run_json, run_tests, test, write
 
 SCENARIO = os.path.join(CONFIGS, "training", "llama3-70b-p5.json")
 
@@ -19,15 +19,13 @@ def scenario(directory, name, nodes, model, parallelism, training, base="p5-16no
     return write(directory, name + ".json", json.dumps(doc))
 
 
-def run_json(*args):
-    proc = run("run", *args, "--json", "-")
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+def run_step(*args):
+    return run_json("run", *args)
 
 
 @test
 def run_emits_the_documented_fields_consistently():
-    out = run_json(SCENARIO)
+    out = run_step(SCENARIO)
     for key in ["step_time_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu", "hbm_peak_bytes", "oom",
                 "breakdown_s", "usd_per_step", "scenario"]:
         assert key in out, key
@@ -49,8 +47,8 @@ def run_emits_the_documented_fields_consistently():
 
 @test
 def set_overrides_any_scenario_path():
-    base = run_json(SCENARIO)
-    more = run_json(SCENARIO, "--set", "cluster.nodes=16", "--set", "parallelism.global_batch_size=256")
+    base = run_step(SCENARIO)
+    more = run_step(SCENARIO, "--set", "cluster.nodes=16", "--set", "parallelism.global_batch_size=256")
     assert more["derived"]["gpus"] == 128 and more["derived"]["data_parallel_size"] == 4
     assert more["scenario"]["cluster"]["nodes"] == 16
     # Twice the replicas with the same micro-batches per pipeline: about the same step time.
@@ -63,7 +61,7 @@ def trace_written_then_replayed_gives_the_same_step():
         path = scenario(d, "small", 4, {"base": "llama3-8b", "num_hidden_layers": 8},
                         {"tensor_model_parallel_size": 2, "pipeline_model_parallel_size": 2, "global_batch_size": 32},
                         {"seq_length": 4096})
-        direct = run_json(path)
+        direct = run_step(path)
         for fidelity in ["fast", "full"]:
             trace = os.path.join(d, f"trace-{fidelity}.json")
             proc = run("trace", path, "--out", trace, "--fidelity", fidelity)
@@ -72,13 +70,13 @@ def trace_written_then_replayed_gives_the_same_step():
             assert doc["schema"] == "fmsim.trace/1"
             types = {n["type"] for n in doc["nodes"]}
             assert {"COMP_NODE", "COMM_COLL_NODE", "COMM_SEND_NODE", "COMM_RECV_NODE"} <= types, types
-            replayed = run_json("--trace", trace)
+            replayed = run_step("--trace", trace)
             assert abs(replayed["step_time_s"] / direct["step_time_s"] - 1) < 1e-9, (fidelity, replayed["step_time_s"])
 
 
 def fast_vs_full(path, tolerance=0.02):
-    fast = run_json(path)
-    full = run_json(path, "--fidelity", "full")
+    fast = run_step(path)
+    full = run_step(path, "--fidelity", "full")
     assert full["simulation"]["simulated_ranks"] == full["derived"]["gpus"]
     assert abs(fast["step_time_s"] / full["step_time_s"] - 1) <= tolerance, (fast["step_time_s"], full["step_time_s"])
 
@@ -115,7 +113,7 @@ def one_f_one_b_bubble_approaches_closed_form_when_communication_is_cheap():
         for m in [8, 32]:
             path = scenario(d, f"bubble{m}", 1, model, {"pipeline_model_parallel_size": 8, "global_batch_size": m},
                             {"seq_length": 4096})
-            out = run_json(path)
+            out = run_step(path)
             bubble = out["breakdown_s"]["bubble"] / out["step_time_s"]
             expected = 7 / (m + 7)
             assert abs(bubble / expected - 1) < 0.15, (m, bubble, expected)
@@ -129,7 +127,7 @@ def more_network_bandwidth_never_slows_a_step():
         path = scenario(d, "dp-heavy", 4, {"base": "llama3-8b", "num_hidden_layers": 4},
                         {"tensor_model_parallel_size": 1, "pipeline_model_parallel_size": 2, "expert_model_parallel_size": 1,
                          "global_batch_size": 16}, {"seq_length": 2048, "overlap_grad_reduce": False})
-        base = run_json(path)["step_time_s"]
+        base = run_step(path)["step_time_s"]
         catalog = os.path.join(d, "catalog")
         shutil.copytree(os.path.join(TOPO, "catalog"), catalog)
         instances = json.load(open(os.path.join(catalog, "instances.json")))
@@ -140,7 +138,7 @@ def more_network_bandwidth_never_slows_a_step():
         assert proc.returncode == 0, proc.stderr
         faster = json.loads(proc.stdout)["step_time_s"]
         assert faster < base, (faster, base)
-        slower = run_json(path, "--set", "cluster.fabric.oversubscription=4", "--set", "cluster.fabric.nodes_per_leaf=1")
+        slower = run_step(path, "--set", "cluster.fabric.oversubscription=4", "--set", "cluster.fabric.nodes_per_leaf=1")
         assert slower["step_time_s"] >= base * (1 - 1e-9)
 
 
