@@ -169,9 +169,15 @@ class CatalogLoader {
       spec.network_throughput_per_tib_Bps =
           quantity(entry, "network_throughput_per_tib", Dimension::bandwidth, spec.sources);
       spec.metadata_latency_s = quantity(entry, "metadata_latency", Dimension::time, spec.sources);
+      spec.ost_bytes = quantity(entry, "ost_capacity", Dimension::bytes, spec.sources);
+      spec.metadata_ops_per_tib_per_s = quantity(entry, "metadata_rate_per_tib", Dimension::request_rate, spec.sources);
       entry.reject_unknown_keys();
       catalog_.fsx_[name] = spec;
     }
+    ObjectReader client = root.required_object("lustre_client");
+    catalog_.lustre_client_.tcp_Bps = quantity(client, "tcp_bandwidth", Dimension::bandwidth, catalog_.lustre_client_.sources);
+    catalog_.lustre_client_.efa_Bps = quantity(client, "efa_bandwidth", Dimension::bandwidth, catalog_.lustre_client_.sources);
+    client.reject_unknown_keys();
     ObjectReader s3 = root.required_object("s3");
     S3Spec& spec = catalog_.s3_;
     spec.put_rate_per_prefix_per_s = quantity(s3, "put_rate_per_prefix", Dimension::request_rate, spec.sources);
@@ -179,6 +185,7 @@ class CatalogLoader {
     spec.per_instance_bandwidth_Bps = quantity(s3, "per_instance_bandwidth", Dimension::bandwidth, spec.sources);
     spec.first_byte_latency_s = quantity(s3, "first_byte_latency", Dimension::time, spec.sources);
     spec.part_bytes = quantity(s3, "part_size", Dimension::bytes, spec.sources);
+    spec.max_concurrent_requests = count(s3, "max_concurrent_requests", spec.sources);
     s3.reject_unknown_keys();
     root.reject_unknown_keys();
   }

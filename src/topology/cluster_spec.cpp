@@ -1,6 +1,7 @@
 #include "fmsim/topology/cluster_spec.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
@@ -91,6 +92,16 @@ void read_storage(ObjectReader& root, const hardware::Catalog& catalog, ClusterS
     out.throughput_Bps = tib * deployment.network_throughput_per_tib_Bps;
     out.disk_throughput_Bps = tib * deployment.disk_throughput_per_tib_Bps;
     out.metadata_latency_s = deployment.metadata_latency_s;
+    out.osts = std::max(1, static_cast<int>(std::ceil(out.capacity_bytes / deployment.ost_bytes - 1e-9)));
+    out.metadata_ops_per_s = tib * deployment.metadata_ops_per_tib_per_s;
+    out.efa = fsx->bool_or("efa_enabled", false);
+    if (out.efa && out.deployment_type.rfind("PERSISTENT_2", 0) != 0) {
+      fsx->fail("efa_enabled", "false: EFA and GPUDirect Storage need a PERSISTENT_2 deployment type");
+    }
+    out.client_Bps = out.efa ? catalog.lustre_client().efa_Bps : catalog.lustre_client().tcp_Bps;
+    const auto stripes = fsx->int_or("stripe_count", 1, -1);
+    if (stripes == 0) fsx->fail("stripe_count", "an OST count >= 1, or -1 for all OSTs");
+    out.stripe_count = stripes < 0 ? out.osts : static_cast<int>(std::min<std::int64_t>(stripes, out.osts));
     fsx->reject_unknown_keys();
     spec.storage.fsx = out;
   }
@@ -102,6 +113,9 @@ void read_storage(ObjectReader& root, const hardware::Catalog& catalog, ClusterS
     out.first_byte_latency_s = service.first_byte_latency_s;
     out.put_rate_per_s = out.prefixes * service.put_rate_per_prefix_per_s;
     out.get_rate_per_s = out.prefixes * service.get_rate_per_prefix_per_s;
+    out.part_bytes = s3->quantity_or("part_size", Dimension::bytes, service.part_bytes);
+    if (out.part_bytes < 5e6) s3->fail("part_size", "a multipart part size of at least 5MB (the S3 minimum)");
+    out.max_concurrent_requests = static_cast<int>(s3->int_or("max_concurrent_requests", service.max_concurrent_requests, 1));
     s3->reject_unknown_keys();
     spec.storage.s3 = out;
   }

@@ -79,6 +79,7 @@ MemoryReport estimate_memory(const Scenario& s) {
       }
     }
     b.parameters_local = dense + expert;
+    b.parameters_unique = dense / dense_shards + expert / expert_shards;
     // Weights: BF16 (plus an FP8 copy of the GEMM weights under FP8 training, unless gathered in FP8).
     const double weight_bytes = t.precision == Precision::fp8 && !t.fp8_param_gather ? 3.0 : 2.0;
     const bool zero3 = p.sharding == Sharding::optim_grads_params;

@@ -117,7 +117,8 @@ Scenario scenario_from_json(json document, const std::string& origin, const std:
     s.fidelity = simulation->choice_or("fidelity", {"fast", "full"}, "fast") == "full" ? Fidelity::full : Fidelity::fast;
     simulation->reject_unknown_keys();
   }
-  root.reject_unknown_keys();
+  // Sections read by other parts (storage: checkpoint plan and failure model) from `resolved`.
+  root.reject_unknown_keys({"checkpoint", "failures"});
   validate(s.parallelism, s.training, s.model, s.cluster.gpu, origin);
   return s;
 }

@@ -26,5 +26,6 @@ void register_topo(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_collective(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_run(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_trace(CLI::App& app, const GlobalOptions& globals, Action& action);
+void register_checkpoint(CLI::App& app, const GlobalOptions& globals, Action& action);
 
 }  // namespace fmsim::cli

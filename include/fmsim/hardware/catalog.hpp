@@ -71,6 +71,15 @@ struct FsxDeploymentSpec {
   double disk_throughput_per_tib_Bps = 0;
   double network_throughput_per_tib_Bps = 0;
   double metadata_latency_s = 0;
+  double ost_bytes = 0;                         ///< capacity of one object storage target (stripe unit)
+  double metadata_ops_per_tib_per_s = 0;        ///< metadata operations per second per TiB provisioned
+  Sources sources;
+};
+
+/// Throughput one Lustre client instance reaches, over TCP (ENA) or EFA (EFA-enabled PERSISTENT_2).
+struct LustreClientSpec {
+  double tcp_Bps = 0;
+  double efa_Bps = 0;
   Sources sources;
 };
 
@@ -80,6 +89,7 @@ struct S3Spec {
   double per_instance_bandwidth_Bps = 0;
   double first_byte_latency_s = 0;
   double part_bytes = 0;
+  int max_concurrent_requests = 0;              ///< in flight per client process (SDK default)
   Sources sources;
 };
 
@@ -97,6 +107,7 @@ class Catalog {
   const UltraServerSpec& ultraserver(const std::string& name) const;
   const FsxDeploymentSpec& fsx_deployment(const std::string& name) const;
   const S3Spec& s3() const { return s3_; }
+  const LustreClientSpec& lustre_client() const { return lustre_client_; }
 
   std::vector<std::string> instance_names() const;
   std::vector<std::string> ultraserver_names() const;
@@ -113,6 +124,7 @@ class Catalog {
   std::map<std::string, UltraServerSpec> ultraservers_;
   std::map<std::string, FsxDeploymentSpec> fsx_;
   S3Spec s3_;
+  LustreClientSpec lustre_client_;
 };
 
 /// "a, b, c" of a map's keys, for error messages.

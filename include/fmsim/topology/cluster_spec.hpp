@@ -26,6 +26,11 @@ struct FsxSpec {
   double throughput_Bps = 0;      ///< aggregate: capacity (TiB) x per-TiB network throughput
   double disk_throughput_Bps = 0; ///< aggregate: capacity (TiB) x per-TiB disk throughput
   double metadata_latency_s = 0;
+  int osts = 1;                   ///< object storage targets: capacity / OST size
+  int stripe_count = 1;           ///< OSTs one file is striped over (Lustre default 1; -1 in files = all)
+  bool efa = false;               ///< EFA-enabled file system (PERSISTENT_2 only): the EFA client limit applies
+  double client_Bps = 0;          ///< the most one client instance reaches (TCP or EFA figure)
+  double metadata_ops_per_s = 0;  ///< aggregate metadata operation rate
 };
 
 struct S3BucketSpec {
@@ -34,6 +39,8 @@ struct S3BucketSpec {
   double first_byte_latency_s = 0;
   double put_rate_per_s = 0;              ///< all prefixes together
   double get_rate_per_s = 0;
+  double part_bytes = 0;                  ///< multipart part / byte-range request size
+  int max_concurrent_requests = 1;        ///< per client process
 };
 
 struct StorageSpec {

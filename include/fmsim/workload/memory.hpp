@@ -18,6 +18,8 @@ inline constexpr double kReservedBytes = 3.0 * 1024 * 1024 * 1024;
 struct MemoryBreakdown {
   int pipeline_rank = 0;
   double parameters_local = 0;     ///< parameters held (before DP sharding), count
+  double parameters_unique = 0;    ///< this GPU's share when the replicas of its parameters split them evenly
+                                   ///< (what a deduplicated distributed checkpoint writes from it), count
   double weights_bytes = 0;
   double gradients_bytes = 0;
   double optimizer_bytes = 0;

@@ -40,6 +40,8 @@ struct TrainingOptions {
   bool grad_reduce_in_fp32 = false;
   bool fp8_param_gather = false;
   double bucket_params = 0;        ///< DDP bucket size in parameters; 0 = Megatron's default max(4e7, 1e6 dp)
+  double total_tokens = 0;         ///< the whole run, for time/cost to train and goodput; 0 = not given
+  long long train_iters = 0;       ///< the whole run in steps (Megatron --train-iters); 0 = not given
 };
 
 /// Reads "parallelism" (Megatron names). `gpus` is the world size the cluster offers.

@@ -1,0 +1,62 @@
+#pragma once
+// Failures and goodput over a whole training run. Failures arrive as a Poisson process whose rate is the
+// sum of per-component rates (per GPU and per node; defaults derived from the Llama 3 interruption table,
+// docs/model.md "Failures"). Each costs detection, relaunch (with NCCL initialisation), the restore, and
+// the work done since the last durable checkpoint. A seeded Monte Carlo replays the run many times.
+#include <cstdint>
+
+#include "fmsim/workload/scenario.hpp"
+
+namespace fmsim::storage {
+
+/// Llama 3 405B, 54 days on 16,384 H100 in 2,048 nodes (calibration fail-llama3-405b-54day-interruptions):
+/// 268 GPU-attributed unexpected interruptions (faulty GPU, HBM3, SRAM, GPU system processor, silent data
+/// corruption, thermal) over 16,384 x 1,296 GPU-hours, and 151 others (host components, network
+/// switches and cables, host maintenance, software, NCCL watchdog) over 2,048 x 1,296 node-hours.
+inline constexpr double kGpuFailuresPerGpuHour = 268.0 / (16384.0 * 54 * 24);
+inline constexpr double kNodeFailuresPerNodeHour = 151.0 / (2048.0 * 54 * 24);
+
+struct FailureModel {
+  double gpu_failures_per_gpu_hour = kGpuFailuresPerGpuHour;
+  double node_failures_per_node_hour = kNodeFailuresPerNodeHour;
+  double detection_s = 300;   ///< estimate: MegaScale detects and diagnoses in < 10 min
+  double relaunch_s = 180;    ///< estimate: reschedule onto a spare node, start containers, build the model
+  double nccl_init_s = 30;    ///< MegaScale: < 30 s at > 10,000 GPUs with its optimised initialisation
+  std::uint64_t seed = 1;
+  int trials = 200;
+};
+
+/// Reads the scenario's optional "failures" section (errors name file, key and value).
+FailureModel read_failure_model(const workload::Scenario& s);
+
+/// Failures per second of the whole job.
+double job_failure_rate_per_s(const FailureModel& model, int gpus, int nodes);
+
+struct GoodputInputs {
+  double work_s = 0;          ///< failure-free compute time of the whole run (steps x step time)
+  double interval_s = 0;      ///< compute time between checkpoints
+  double stall_s = 0;         ///< training blocked per checkpoint
+  double durable_s = 0;       ///< checkpoint start to durable (>= stall)
+  double restart_s = 0;       ///< detection + relaunch + NCCL init
+  double restore_s = 0;
+  double failures_per_s = 0;
+  std::uint64_t seed = 1;
+  int trials = 200;
+};
+
+struct GoodputResult {
+  double goodput = 0;               ///< work_s / wall time (mean over trials of the wall time)
+  double wall_s = 0;                ///< mean
+  double interruptions = 0;         ///< mean failures during the run
+  double lost_work_s = 0;           ///< mean compute redone after failures
+  double checkpoint_stall_s = 0;    ///< mean time blocked by checkpoints
+  double recovery_s = 0;            ///< mean time in detection, relaunch and restore
+};
+
+GoodputResult simulate_goodput(const GoodputInputs& in);
+
+/// Daly's first-order optimum compute time between checkpoints: sqrt(2 delta M) - delta for delta < 2M,
+/// else M (Daly 2006, "A higher order estimate of the optimum checkpoint interval").
+double young_daly_interval_s(double checkpoint_cost_s, double mtbf_s);
+
+}  // namespace fmsim::storage

@@ -1,0 +1,120 @@
+// Failure injection and goodput (see goodput.hpp).
+#include "fmsim/storage/goodput.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "fmsim/common/error.hpp"
+#include "fmsim/config/object_reader.hpp"
+
+namespace fmsim::storage {
+
+FailureModel read_failure_model(const workload::Scenario& s) {
+  FailureModel m;
+  if (!s.resolved.contains("failures")) return m;
+  config::ObjectReader r(s.resolved.at("failures"), s.file, "/failures");
+  m.gpu_failures_per_gpu_hour = r.number_or("gpu_failures_per_gpu_hour", m.gpu_failures_per_gpu_hour, -1e-300);
+  m.node_failures_per_node_hour = r.number_or("node_failures_per_node_hour", m.node_failures_per_node_hour, -1e-300);
+  if (m.gpu_failures_per_gpu_hour < 0) r.fail("gpu_failures_per_gpu_hour", "a rate >= 0");
+  if (m.node_failures_per_node_hour < 0) r.fail("node_failures_per_node_hour", "a rate >= 0");
+  m.detection_s = r.quantity_or("detection", units::Dimension::time, m.detection_s);
+  m.relaunch_s = r.quantity_or("relaunch", units::Dimension::time, m.relaunch_s);
+  m.nccl_init_s = r.quantity_or("nccl_init", units::Dimension::time, m.nccl_init_s);
+  m.seed = static_cast<std::uint64_t>(r.int_or("seed", 1, 0));
+  m.trials = static_cast<int>(r.int_or("trials", m.trials, 1));
+  r.reject_unknown_keys();
+  return m;
+}
+
+double job_failure_rate_per_s(const FailureModel& m, int gpus, int nodes) {
+  return (gpus * m.gpu_failures_per_gpu_hour + nodes * m.node_failures_per_node_hour) / 3600.0;
+}
+
+double young_daly_interval_s(double delta_s, double mtbf_s) {
+  if (delta_s <= 0) return 0;
+  if (delta_s >= 2 * mtbf_s) return mtbf_s;
+  return std::sqrt(2 * delta_s * mtbf_s) - delta_s;
+}
+
+namespace {
+
+/// One run: from each restart, compute proceeds in segments of interval + stall; checkpoint k of an
+/// epoch starts after k intervals of compute and becomes the recovery point durable_s later.
+struct Trial {
+  double wall = 0, failures = 0, lost = 0, stalls = 0, recovery = 0;
+};
+
+Trial run_trial(const GoodputInputs& in, std::mt19937_64& rng) {
+  std::exponential_distribution<double> next_failure(in.failures_per_s > 0 ? in.failures_per_s : 1.0);
+  auto draw = [&] { return in.failures_per_s > 0 ? next_failure(rng) : INFINITY; };
+  const double interval = in.interval_s > 0 ? in.interval_s : in.work_s;
+  const double segment = interval + in.stall_s;
+  Trial t;
+  double progress = 0;  // durable compute
+  double failure_in = draw();
+  while (true) {
+    const double remaining = in.work_s - progress;
+    // Checkpoints started before the run ends (none at the very end).
+    const double checkpoints = std::max(0.0, std::ceil(remaining / interval - 1e-12) - 1.0);
+    const double finish = remaining + checkpoints * in.stall_s;
+    if (failure_in >= finish) {
+      t.wall += finish;
+      t.stalls += checkpoints * in.stall_s;
+      return t;
+    }
+    // A failure after failure_in seconds of this epoch: the last durable checkpoint is the recovery point.
+    const double tau = failure_in;
+    double durable = std::floor((tau - in.durable_s + in.stall_s) / segment);
+    durable = std::clamp(durable, 0.0, checkpoints);
+    const double started = std::min(checkpoints, std::floor(tau / segment));
+    double stall_time = started * in.stall_s;
+    if (started < checkpoints) stall_time += std::clamp(tau - started * segment - interval, 0.0, in.stall_s);
+    t.wall += tau;
+    t.stalls += stall_time;
+    t.lost += (tau - stall_time) - durable * interval;
+    progress += durable * interval;
+    t.failures += 1;
+    // Recovery; a failure during it starts it over.
+    const double recover = in.restart_s + in.restore_s;
+    while (true) {
+      failure_in = draw();
+      if (failure_in >= recover) {
+        t.wall += recover;
+        t.recovery += recover;
+        failure_in -= recover;
+        break;
+      }
+      t.wall += failure_in;
+      t.recovery += failure_in;
+      t.failures += 1;
+    }
+  }
+}
+
+}  // namespace
+
+GoodputResult simulate_goodput(const GoodputInputs& in) {
+  if (in.work_s <= 0) throw InternalError("goodput: no work");
+  if (in.durable_s < in.stall_s) throw InternalError("goodput: a checkpoint becomes durable before its stall ends");
+  std::mt19937_64 rng(in.seed);
+  GoodputResult r;
+  for (int trial = 0; trial < in.trials; ++trial) {
+    const Trial t = run_trial(in, rng);
+    r.wall_s += t.wall;
+    r.interruptions += t.failures;
+    r.lost_work_s += t.lost;
+    r.checkpoint_stall_s += t.stalls;
+    r.recovery_s += t.recovery;
+  }
+  const double n = in.trials;
+  r.wall_s /= n;
+  r.interruptions /= n;
+  r.lost_work_s /= n;
+  r.checkpoint_stall_s /= n;
+  r.recovery_s /= n;
+  r.goodput = in.work_s / r.wall_s;
+  return r;
+}
+
+}  // namespace fmsim::storage
