@@ -78,6 +78,12 @@ int run_training(const GlobalOptions& globals, const RunOptions& o) {
   run.fidelity = trace.symmetric ? "fast" : "full";
   spdlog::info("{}: {} trace nodes on {} simulated ranks", s.name, trace.nodes.size(), trace.ranks.size());
   run.step = training::simulate_step(trace, cluster);
+  if (s.resolved.contains("checkpoint")) {
+    const auto plan = storage::read_checkpoint_plan(s);
+    const auto contents = storage::checkpoint_contents(s, run.memory, plan, rank_gpu);
+    run.checkpoint = storage::assess(s, contents, plan, storage::read_failure_model(s), run.step.step_time_s,
+                                     storage::run_length(s, run.step.step_time_s));
+  }
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   std::string json_text, timeline_text;

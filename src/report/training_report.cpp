@@ -77,6 +77,12 @@ json run_to_json(const TrainingRun& run) {
                       {"tasks", step.tasks}, {"flows", step.flows}, {"wall_s", run.wall_s}}},
       {"scenario", s.resolved},
   };
+  if (run.checkpoint) {
+    json checkpoint = storage::to_json(*run.checkpoint, step.step_time_s);
+    doc["checkpoint"] = checkpoint;
+    // Checkpoint stalls spread over the steps between checkpoints.
+    doc["step_time_with_checkpoint_s"] = step.step_time_s + checkpoint["amortized_stall_per_step_s"].get<double>();
+  }
   return doc;
 }
 
@@ -130,6 +136,16 @@ std::string run_summary(const TrainingRun& run) {
   if (m.priced) {
     std::snprintf(line, sizeof line, "  cost           $%.4f per step, $%.2f per million tokens ($%.2f/h)\n", m.usd_per_step,
                   m.usd_per_million_tokens, m.usd_per_hour);
+    out << line;
+  }
+  if (run.checkpoint) {
+    const auto& c = *run.checkpoint;
+    std::snprintf(line, sizeof line,
+                  "  checkpoint     %s %s every %lld steps: stall %.3f s (%.4f s per step), save %.1f s, restore %.1f s; "
+                  "goodput %.1f %% over %.1f days with %.0f failures\n",
+                  storage::to_string(c.plan.strategy).c_str(), storage::to_string(c.plan.mode).c_str(), c.interval_steps,
+                  c.io.stall_s, c.io.stall_s / c.interval_steps, c.io.save.time_s, c.io.restore.time_s, 100 * c.goodput.goodput,
+                  c.goodput.wall_s / 86400, c.goodput.interruptions);
     out << line;
   }
   std::snprintf(line, sizeof line, "  simulated      %d ranks, %lld tasks, %lld flows (%s fidelity) in %.2f s\n", step.simulated_ranks,

@@ -14,10 +14,14 @@ FailureModel read_failure_model(const workload::Scenario& s) {
   FailureModel m;
   if (!s.resolved.contains("failures")) return m;
   config::ObjectReader r(s.resolved.at("failures"), s.file, "/failures");
-  m.gpu_failures_per_gpu_hour = r.number_or("gpu_failures_per_gpu_hour", m.gpu_failures_per_gpu_hour, -1e-300);
-  m.node_failures_per_node_hour = r.number_or("node_failures_per_node_hour", m.node_failures_per_node_hour, -1e-300);
-  if (m.gpu_failures_per_gpu_hour < 0) r.fail("gpu_failures_per_gpu_hour", "a rate >= 0");
-  if (m.node_failures_per_node_hour < 0) r.fail("node_failures_per_node_hour", "a rate >= 0");
+  auto rate = [&r](const std::string& key, double fallback) {
+    if (!r.has(key)) return fallback;
+    const auto& value = r.required_value(key);
+    if (!value.is_number() || value.get<double>() < 0) r.fail(key, "a number of failures per hour >= 0");
+    return value.get<double>();
+  };
+  m.gpu_failures_per_gpu_hour = rate("gpu_failures_per_gpu_hour", m.gpu_failures_per_gpu_hour);
+  m.node_failures_per_node_hour = rate("node_failures_per_node_hour", m.node_failures_per_node_hour);
   m.detection_s = r.quantity_or("detection", units::Dimension::time, m.detection_s);
   m.relaunch_s = r.quantity_or("relaunch", units::Dimension::time, m.relaunch_s);
   m.nccl_init_s = r.quantity_or("nccl_init", units::Dimension::time, m.nccl_init_s);

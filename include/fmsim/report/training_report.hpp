@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
+#include "fmsim/storage/assessment.hpp"
 #include "fmsim/training/step_simulation.hpp"
 #include "fmsim/workload/memory.hpp"
 #include "fmsim/workload/scenario.hpp"
@@ -19,6 +22,8 @@ struct TrainingRun {
   training::StepResult step;
   std::string fidelity;
   double wall_s = 0;
+  /// The scenario's checkpoint plan over the whole run, when it has a "checkpoint" section.
+  std::optional<storage::Assessment> checkpoint;
 };
 
 struct TrainingMetrics {
