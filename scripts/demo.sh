@@ -20,4 +20,7 @@ echo
 echo "== fmsim run configs/training/llama3-70b-p5.json"
 "$fmsim" run configs/training/llama3-70b-p5.json --json "$out/llama3-70b.json" --timeline "$out/llama3-70b-timeline.json"
 echo
+echo "== fmsim checkpoint configs/training/llama3.1-405b-p5-2048.json"
+"$fmsim" checkpoint configs/training/llama3.1-405b-p5-2048.json --json "$out/llama3.1-405b-checkpoint.json"
+echo
 echo "(JSON, DOT and a Perfetto time line written to $out)"
