@@ -27,6 +27,10 @@ inline std::unique_ptr<simgrid::s4u::Engine> make_engine() {
   engine->set_config("network/model:CM02");
   engine->set_config("network/crosstraffic:0");
   engine->set_config("network/TCP-gamma:1e18");
+  // The task executor runs one short actor per task: small stacks without guard pages make creating
+  // hundreds of thousands of them cheap (their code is a few frames deep).
+  engine->set_config("contexts/stack-size:256");
+  engine->set_config("contexts/guard-size:0");
   return engine;
 }
 

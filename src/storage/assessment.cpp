@@ -92,6 +92,7 @@ nlohmann::json to_json(const Assessment& a, double step_time_s) {
   j["step_stall_s"] = a.io.stall_s;
   j["first_tier_time_s"] = a.io.first_tier_s;
   j["restore_time_s"] = a.io.restore.time_s;
+  if (a.io.export_s > 0) j["export_to_s3_time_s"] = a.io.export_s;
   j["bottleneck"] = a.io.save.bottleneck;
   j["bottleneck_utilization"] = a.io.save.bottleneck_utilization;
   j["restore_bottleneck"] = a.io.restore.bottleneck;

@@ -77,7 +77,14 @@ void remote_transfer(IoNetwork& net, SimTask& task, const topology::ClusterSpec&
                      const NodeShare& share, bool via_nvme, Phase phase) {
   if (uses_fsx(strategy)) {
     task.delay_s = c.storage.fsx->metadata_latency_s;
-    for (const auto& [ost, bytes] : share.ost_bytes) net.fsx_data(task, node, ost, bytes, via_nvme);
+    if (phase == Phase::restore && c.storage.fsx->lazy_load_from_s3) {
+      // Not yet in the file system: its servers fetch the files from S3 on first read.
+      task.delay_s += c.storage.s3->first_byte_latency_s;
+      for (const auto& [ost, bytes] : share.ost_bytes) net.fsx_lazy_load(task, node, ost, bytes);
+      net.fsx_repository_requests(task, share.requests);
+    } else {
+      for (const auto& [ost, bytes] : share.ost_bytes) net.fsx_data(task, node, ost, bytes, via_nvme);
+    }
     net.fsx_metadata(task, node, share.files * (phase == Phase::save ? kMetadataOpsPerFileWrite : kMetadataOpsPerFileRead));
   } else {
     task.delay_s = c.storage.s3->first_byte_latency_s;
@@ -171,7 +178,8 @@ CheckpointIo simulate_checkpoint_io(const topology::ClusterSpec& c, const Checkp
   // Save: GPU -> host memory on every node, then the tiers.
   IoNetwork save(c, Phase::save);
   engine::SimTaskGraph graph;
-  std::vector<int> copies, first_tier;
+  graph.actor_per_task = true;
+  std::vector<int> copies, first_tier, exports;
   std::vector<int> copy_of(c.nodes, -1);
   for (int node = 0; node < c.nodes; ++node) {
     SimTask copy;
@@ -211,15 +219,33 @@ CheckpointIo simulate_checkpoint_io(const topology::ClusterSpec& c, const Checkp
     remote_transfer(save, remote, c, strategy, node, shares[node], uses_nvme(strategy), Phase::save);
     const int id = add(graph, std::move(remote));
     if (!uses_nvme(strategy)) first_tier.push_back(id);
+    if (uses_fsx(strategy) && c.storage.fsx->export_to_s3) {
+      SimTask copy_out;
+      copy_out.deps = {id};
+      copy_out.delay_s = c.storage.s3->first_byte_latency_s;
+      for (const auto& [ost, bytes] : shares[node].ost_bytes) save.fsx_export(copy_out, ost, bytes);
+      save.fsx_repository_requests(copy_out, shares[node].requests);
+      exports.push_back(add(graph, std::move(copy_out)));
+    }
   }
   const auto saved = engine::simulate_tasks_in_child(save.platform(), graph);
   io.save = phase_result(save, saved);
+  io.export_s = end_of(saved, exports);
+  if (!exports.empty()) {
+    // Durable on FSx before the export ends: the save is the FSx write; the export is reported apart.
+    std::vector<int> writes;
+    for (size_t i = 0; i < graph.tasks.size(); ++i) {
+      if (std::find(exports.begin(), exports.end(), static_cast<int>(i)) == exports.end()) writes.push_back(static_cast<int>(i));
+    }
+    io.save.time_s = end_of(saved, writes);
+  }
   io.first_tier_s = end_of(saved, first_tier);
   io.stall_s = plan.mode == SaveMode::async ? end_of(saved, copies) : io.first_tier_s;
 
   // Restore: one node was replaced and has nothing local; every node ends with its state on its GPUs.
   IoNetwork restore(c, Phase::restore);
   engine::SimTaskGraph back;
+  back.actor_per_task = true;
   const int replaced = c.nodes - 1;
   const auto read_shares = gathered ? gathered_read_shares(c, contents) : shares;
   for (int node = 0; node < c.nodes; ++node) {

@@ -164,4 +164,20 @@ void IoNetwork::s3_requests(engine::SimTask& task, int node, double requests) {
   flow(task, memory(node), s3_request_host_, {s3_concurrency_[node], s3_rate_}, requests * kRequestUnitBytes);
 }
 
+void IoNetwork::fsx_export(engine::SimTask& task, int ost, double bytes) {
+  flow(task, ost_hosts_[ost], s3_host_, {ost_links_[ost], fsx_network_}, bytes);
+}
+
+void IoNetwork::fsx_lazy_load(engine::SimTask& task, int node, int ost, double bytes) {
+  // S3 -> file server (OST) -> client: a route from the bucket to the node through the OST's links.
+  std::vector<int> links{ost_links_[ost], fsx_network_, fsx_client_[node]};
+  for (int link : into_node(node)) links.push_back(link);
+  const int source = s3_lazy_hosts_.count(ost) ? s3_lazy_hosts_[ost] : (s3_lazy_hosts_[ost] = add_host("s3-via-ost" + std::to_string(ost)));
+  flow(task, source, memory(node), std::move(links), bytes);
+}
+
+void IoNetwork::fsx_repository_requests(engine::SimTask& task, double requests) {
+  flow(task, fsx_metadata_host_, s3_request_host_, {s3_rate_}, requests * kRequestUnitBytes);
+}
+
 }  // namespace fmsim::storage::detail

@@ -39,6 +39,11 @@ class IoNetwork {
   void fsx_metadata(engine::SimTask& task, int node, double operations);
   void s3_data(engine::SimTask& task, int node, double bytes, bool via_nvme);
   void s3_requests(engine::SimTask& task, int node, double requests);
+  /// Data repository association: the file servers copy an OST's bytes to S3 (export) or, on a lazy
+  /// load, from S3 through the OST to a node; their requests go through the bucket's request rate.
+  void fsx_export(engine::SimTask& task, int ost, double bytes);
+  void fsx_lazy_load(engine::SimTask& task, int node, int ost, double bytes);
+  void fsx_repository_requests(engine::SimTask& task, double requests);
 
   const engine::SimPlatform& platform() const { return platform_; }
   const std::vector<Resource>& link_resources() const { return resources_; }
@@ -63,6 +68,7 @@ class IoNetwork {
   std::vector<int> ost_hosts_, ost_links_;
   int fsx_network_ = -1, fsx_metadata_host_ = -1, fsx_metadata_link_ = -1;
   int s3_host_ = -1, s3_request_host_ = -1, s3_rate_ = -1;
+  std::map<int, int> s3_lazy_hosts_;          ///< by OST: the bucket as seen through that OST
 };
 
 /// "FSx disk (OSTs)", "S3 request rate (per prefix)", ...

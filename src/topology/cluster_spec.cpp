@@ -102,6 +102,11 @@ void read_storage(ObjectReader& root, const hardware::Catalog& catalog, ClusterS
     const auto stripes = fsx->int_or("stripe_count", 1, -1);
     if (stripes == 0) fsx->fail("stripe_count", "an OST count >= 1, or -1 for all OSTs");
     out.stripe_count = stripes < 0 ? out.osts : static_cast<int>(std::min<std::int64_t>(stripes, out.osts));
+    if (auto repository = fsx->optional_object("data_repository")) {
+      out.export_to_s3 = repository->bool_or("export", false);
+      out.lazy_load_from_s3 = repository->bool_or("lazy_load", false);
+      repository->reject_unknown_keys();
+    }
     fsx->reject_unknown_keys();
     spec.storage.fsx = out;
   }
@@ -118,6 +123,9 @@ void read_storage(ObjectReader& root, const hardware::Catalog& catalog, ClusterS
     out.max_concurrent_requests = static_cast<int>(s3->int_or("max_concurrent_requests", service.max_concurrent_requests, 1));
     s3->reject_unknown_keys();
     spec.storage.s3 = out;
+  }
+  if (spec.storage.fsx && (spec.storage.fsx->export_to_s3 || spec.storage.fsx->lazy_load_from_s3) && !spec.storage.s3) {
+    storage->fail("fsx_lustre", "an \"s3\" bucket beside it: its data_repository links FSx to S3");
   }
   storage->reject_unknown_keys();
 }

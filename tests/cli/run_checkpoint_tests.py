@@ -4,6 +4,7 @@ forms (bytes over the binding resource), the S3 request-rate limit, async vs syn
 EFA, goodput against failure rate and the Young/Daly interval, determinism, and bad input.
 Usage: run_checkpoint_tests.py FMSIM SOURCE_DIR"""
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -18,12 +19,8 @@ EFA_BPS = 3200e9 / 8 * 0.82     # p5 EFA per direction x achieved fraction (coll
 
 def scenario(name, fsx=None, s3=None, checkpoint=None, failures=None, nodes=2, nvme=True):
     """Llama-3-8B, DP16 on 2 p5 nodes: 8.03e9 parameters x 14 bytes, 1/16 per GPU. The storage replaces
-    the base cluster's."""
-    storage = {"nvme": nvme}
-    if fsx:
-        storage["fsx_lustre"] = fsx
-    if s3:
-        storage["s3"] = s3
+    the base cluster's (null removes a key in a merge patch)."""
+    storage = {"nvme": nvme, "fsx_lustre": fsx, "s3": s3}
     doc = {"name": name,
            "cluster": {"base": os.path.join(TOPO, "p5-2node.json"), "nodes": nodes, "storage": storage},
            "model": "llama3-8b",
@@ -94,6 +91,23 @@ def s3_request_rate_dominates_for_many_small_shards():
     big = scenario("s3-big-files", s3={"prefixes": 1, "max_concurrent_requests": 100},
                    checkpoint={"mode": "sync", "include_optimizer": False})
     assert checkpoint(big, "--strategy", "s3")["save_time_s"] < 0.5 * out["save_time_s"]
+
+
+@test
+def a_data_repository_exports_to_s3_at_the_request_rate_and_lazy_loads_on_restore():
+    fsx = {"deployment_type": "PERSISTENT_2-1000", "capacity": "480TiB", "stripe_count": -1,
+           "data_repository": {"export": True}}
+    path = scenario("dra", fsx=fsx, s3={"prefixes": 1}, checkpoint={"mode": "sync"})
+    out = checkpoint(path, "--strategy", "fsx")
+    row = out["strategies"][0]
+    # 16 files of ~7 GB in 16 MB parts, one PUT each at 3,500/s, after one first-byte latency.
+    parts = 16 * math.ceil(out["checkpoint_bytes_per_rank"]["mean"] / 16e6)
+    near(row["export_to_s3_time_s"] - out["save_time_s"], 0.1 + parts / 3500, 0.03, "export after the FSx write")
+    plain = checkpoint(path, "--strategy", "fsx", "--set", "cluster.storage.fsx_lustre.data_repository.export=false")
+    near(plain["save_time_s"], out["save_time_s"], 1e-6, "the export does not delay durability on FSx")
+    lazy = checkpoint(path, "--strategy", "fsx", "--set", "cluster.storage.fsx_lustre.data_repository.lazy_load=true",
+                      "--set", "cluster.storage.s3.max_concurrent_requests=1")
+    assert lazy["restore_time_s"] > out["restore_time_s"], (lazy["restore_time_s"], out["restore_time_s"])
 
 
 @test
@@ -216,6 +230,9 @@ def bad_checkpoint_input_exits_2_with_one_line():
                      ["/checkpoint/strategy", "floppy"], out_file)
     expect_bad_input(["checkpoint", path, "--set", "failures.gpu_failures_per_gpu_hour=-1", "--json", out_file],
                      ["/failures/gpu_failures_per_gpu_hour"], out_file)
+    no_bucket = scenario("no-bucket", fsx={"deployment_type": "PERSISTENT_2-125", "capacity": "19.2TiB",
+                                           "data_repository": {"export": True}})
+    expect_bad_input(["checkpoint", no_bucket, "--json", out_file], ["fsx_lustre", "s3"], out_file)
     expect_bad_input(["run", path, "--set", "checkpoint.stratgy=fsx", "--json", out_file],
                      ["/checkpoint", "stratgy"], out_file)
 

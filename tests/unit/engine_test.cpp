@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include "fmsim/common/error.hpp"
+#include <algorithm>
+
 #include "fmsim/engine/network_sim.hpp"
+#include "fmsim/engine/task_graph.hpp"
 
 using namespace fmsim::engine;
 
@@ -90,4 +93,65 @@ TEST_CASE("an invalid platform or program is rejected before simulating", "[engi
   SimJob unmatched = ring_all_reduce(3, 3e6);
   unmatched.program.steps[0].pop_back();  // rank 0 skips its last send and receive
   CHECK_THROWS_WITH(simulate_in_child(platform, {unmatched}), Catch::Matchers::Contains("do not match"));
+}
+
+namespace {
+
+/// A random task graph over a 4-host ring: delays, overlapped delays, and flows that share links.
+SimTaskGraph random_task_graph(unsigned seed, int tasks) {
+  SimTaskGraph graph;
+  unsigned state = seed;
+  auto next = [&state](int modulo) {
+    state = state * 1103515245u + 12345u;
+    return static_cast<int>((state >> 8) % static_cast<unsigned>(modulo));
+  };
+  for (int i = 0; i < tasks; ++i) {
+    SimTask task;
+    task.delay_s = next(4) * 0.25;
+    task.overlap_delay_s = next(3) == 0 ? 0.5 : 0.0;
+    const int flows = next(4);
+    for (int f = 0; f < flows; ++f) {
+      const int src = next(4);
+      task.flows.push_back({src, (src + 1) % 4, 1e8 * (1 + next(10))});
+    }
+    for (int d = 0; d < 2 && i > 0; ++d) {
+      const int dep = next(i);
+      if (std::find(task.deps.begin(), task.deps.end(), dep) == task.deps.end()) task.deps.push_back(dep);
+    }
+    graph.tasks.push_back(task);
+  }
+  return graph;
+}
+
+}  // namespace
+
+TEST_CASE("flows starting together on one link end together at N S / B", "[engine]") {
+  const SimPlatform platform = ring_platform(2, 1e9, 0.0);
+  SimTaskGraph graph;
+  SimTask task;
+  for (int i = 0; i < 5; ++i) task.flows.push_back({0, 1, 2e8});
+  task.delay_s = 0.5;
+  graph.tasks.push_back(task);
+  for (bool actors : {false, true}) {
+    graph.actor_per_task = actors;
+    const TaskTimes times = simulate_tasks_in_child(platform, graph);
+    CHECK(times.makespan_s == Approx(0.5 + 5 * 2e8 / 1e9));
+    CHECK(times.link_bytes[0] == Approx(1e9));
+  }
+}
+
+TEST_CASE("both task executors give the same times", "[engine]") {
+  const SimPlatform platform = ring_platform(4, 1e9, 0.0);
+  for (unsigned seed : {1u, 2u, 3u}) {
+    SimTaskGraph graph = random_task_graph(seed, 150);
+    const TaskTimes controller = simulate_tasks_in_child(platform, graph);
+    graph.actor_per_task = true;
+    const TaskTimes actors = simulate_tasks_in_child(platform, graph);
+    REQUIRE(controller.end_s.size() == actors.end_s.size());
+    for (size_t i = 0; i < actors.end_s.size(); ++i) {
+      CHECK(actors.start_s[i] == Approx(controller.start_s[i]).margin(1e-9));
+      CHECK(actors.end_s[i] == Approx(controller.end_s[i]).margin(1e-9));
+    }
+    CHECK(actors.flows == controller.flows);
+  }
 }

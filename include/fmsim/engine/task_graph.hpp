@@ -18,6 +18,10 @@ struct SimTask {
 
 struct SimTaskGraph {
   std::vector<SimTask> tasks;
+  /// Run each task in its own actor. The default (one controller waiting on every activity in flight,
+  /// with a helper per multi-flow task) is fastest for long chains of few concurrent tasks, as in a
+  /// training step; graphs with thousands of concurrent tasks (all nodes writing a checkpoint) need this.
+  bool actor_per_task = false;
 };
 
 struct TaskTimes {

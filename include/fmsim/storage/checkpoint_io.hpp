@@ -22,6 +22,7 @@ struct CheckpointIo {
   double stall_s = 0;             ///< training blocked per checkpoint
   double first_tier_s = 0;        ///< start to written on the first tier (NVMe, the remote tier, or the peer)
   PhaseResult save;               ///< start to durable: survives the loss of any one node
+  double export_s = 0;            ///< start to exported to S3 by an FSx data repository association (0: none)
   PhaseResult restore;            ///< after relaunch: every GPU holds its state again (one node replaced)
 };
 

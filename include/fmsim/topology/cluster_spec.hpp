@@ -31,6 +31,10 @@ struct FsxSpec {
   bool efa = false;               ///< EFA-enabled file system (PERSISTENT_2 only): the EFA client limit applies
   double client_Bps = 0;          ///< the most one client instance reaches (TCP or EFA figure)
   double metadata_ops_per_s = 0;  ///< aggregate metadata operation rate
+  /// Data repository association with the cluster's S3 bucket: export new files to S3 after they are
+  /// written, and/or load files lazily from S3 on first read (a file system that is new or released them).
+  bool export_to_s3 = false;
+  bool lazy_load_from_s3 = false;
 };
 
 struct S3BucketSpec {
