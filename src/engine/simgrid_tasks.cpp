@@ -83,6 +83,22 @@ struct Controller {
     return mailbox->get_async(&received_token);
   }
 
+  /// Dependency counts and successor lists of every task; start and end times reset to -1.
+  void prepare(std::vector<int>& waiting, std::vector<std::vector<int>>& successors) {
+    const auto& tasks = graph->tasks;
+    const int n = static_cast<int>(tasks.size());
+    waiting.assign(n, 0);
+    successors.assign(n, {});
+    for (int i = 0; i < n; ++i) {
+      for (int dep : tasks[i].deps) {
+        successors[dep].push_back(i);
+        ++waiting[i];
+      }
+    }
+    times.start_s.assign(n, -1.0);
+    times.end_s.assign(n, -1.0);
+  }
+
   static inline int done_token = 0;
   void* received_token = nullptr;
 
@@ -112,16 +128,9 @@ struct Controller {
     const int n = static_cast<int>(tasks.size());
     mutex = sg4::Mutex::create();
     wake = sg4::ConditionVariable::create();
-    std::vector<int> waiting(n, 0);
-    std::vector<std::vector<int>> successors(n);
-    for (int i = 0; i < n; ++i) {
-      for (int dep : tasks[i].deps) {
-        successors[dep].push_back(i);
-        ++waiting[i];
-      }
-    }
-    times.start_s.assign(n, -1.0);
-    times.end_s.assign(n, -1.0);
+    std::vector<int> waiting;
+    std::vector<std::vector<int>> successors;
+    prepare(waiting, successors);
     int running = 0, finished = 0;
     auto start = [&](int task) {
       times.start_s[task] = sg4::Engine::get_clock();
@@ -163,16 +172,9 @@ struct Controller {
     }
     const auto& tasks = graph->tasks;
     const int n = static_cast<int>(tasks.size());
-    std::vector<int> waiting(n, 0), phase(n, 0), outstanding(n, 0);
-    std::vector<std::vector<int>> successors(n);
-    for (int i = 0; i < n; ++i) {
-      for (int dep : tasks[i].deps) {
-        successors[dep].push_back(i);
-        ++waiting[i];
-      }
-    }
-    times.start_s.assign(n, -1.0);
-    times.end_s.assign(n, -1.0);
+    std::vector<int> waiting, phase(n, 0), outstanding(n, 0);
+    std::vector<std::vector<int>> successors;
+    prepare(waiting, successors);
     std::vector<sg4::ActivityPtr> active;
     std::vector<int> active_task;
     std::vector<int> ready;
