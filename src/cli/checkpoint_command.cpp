@@ -97,13 +97,10 @@ int run_checkpoint(const GlobalOptions& globals, const CheckpointOptions& o) {
     storage::CheckpointPlan candidate = plan;
     candidate.strategy = strategy;
     spdlog::info("{}: simulating save and restore", storage::to_string(strategy));
-    if (strategies.size() == 1) {
-      rows.push_back(storage::assess(s, contents, candidate, failures, step_time_s, run));
-      continue;
-    }
     try {
       rows.push_back(storage::assess(s, contents, candidate, failures, step_time_s, run));
     } catch (const InputError& error) {
+      if (strategies.size() == 1) throw;  // the one strategy asked for cannot run: bad input
       storage::Assessment unavailable;
       unavailable.plan = candidate;
       unavailable.available = false;
@@ -114,7 +111,7 @@ int run_checkpoint(const GlobalOptions& globals, const CheckpointOptions& o) {
     }
   }
 
-  if (o.json_file.empty() || o.json_file != "-") write_output("-", summary(s, contents, step_time_s, run, rate_per_hour, rows));
+  if (o.json_file != "-") write_output("-", summary(s, contents, step_time_s, run, rate_per_hour, rows));
   if (o.json_file.empty()) return 0;
   nlohmann::json doc;
   doc["schema"] = "fmsim.checkpoint/1";

@@ -233,11 +233,12 @@ CheckpointIo simulate_checkpoint_io(const topology::ClusterSpec& c, const Checkp
   io.export_s = end_of(saved, exports);
   if (!exports.empty()) {
     // Durable on FSx before the export ends: the save is the FSx write; the export is reported apart.
-    std::vector<int> writes;
-    for (size_t i = 0; i < graph.tasks.size(); ++i) {
-      if (std::find(exports.begin(), exports.end(), static_cast<int>(i)) == exports.end()) writes.push_back(static_cast<int>(i));
+    std::vector<bool> is_export(graph.tasks.size(), false);
+    for (int task : exports) is_export[task] = true;
+    io.save.time_s = 0;
+    for (size_t task = 0; task < graph.tasks.size(); ++task) {
+      if (!is_export[task]) io.save.time_s = std::max(io.save.time_s, saved.end_s[task]);
     }
-    io.save.time_s = end_of(saved, writes);
   }
   io.first_tier_s = end_of(saved, first_tier);
   io.stall_s = plan.mode == SaveMode::async ? end_of(saved, copies) : io.first_tier_s;
