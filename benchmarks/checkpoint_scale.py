@@ -6,11 +6,9 @@ Uses configs/training/llama3.1-405b-p5-2048.json; the 16,384-GPU case sets 2,048
 PERSISTENT_2-1000 file system. Prints a table and writes benchmarks/results/checkpoint_scale.json.
 Usage: benchmarks/checkpoint_scale.py [--fmsim build/fmsim]"""
 import argparse
-import json
 import os
-import platform
-import subprocess
-import time
+
+from bench_support import measure, write_results
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIO = os.path.join(ROOT, "configs", "training", "llama3.1-405b-p5-2048.json")
@@ -28,26 +26,16 @@ def main():
     print(f"{'GPUs':>6} {'wall s':>7} {'RSS MiB':>8} {'TB':>6}  " + "  ".join(f"{s:>14}" for s in
                                                                          ["fsx save", "s3 save", "nvme+fsx save", "nvme+s3 save", "peer save"]))
     for gpus, sets in CASES:
-        command = ["/usr/bin/time", "-f", "%M", args.fmsim, "checkpoint", SCENARIO, "--json", "-"]
+        command = [args.fmsim, "checkpoint", SCENARIO, "--json", "-"]
         for assignment in sets:
             command += ["--set", assignment]
-        start = time.perf_counter()
-        proc = subprocess.run(command, capture_output=True, text=True)
-        wall = time.perf_counter() - start
-        if proc.returncode != 0:
-            raise SystemExit(proc.stderr)
-        rss = int(proc.stderr.strip().splitlines()[-1]) * 1024
-        out = json.loads(proc.stdout)
+        wall, rss, out = measure(command)
         saves = {row["strategy"]: row.get("save_time_s") for row in out["strategies"]}
         rows.append({"gpus": gpus, "wall_s": wall, "rss_bytes": rss, "checkpoint_bytes": out["checkpoint_bytes"],
                      "save_time_s": saves})
         print(f"{gpus:>6} {wall:>7.2f} {rss / 2**20:>8.0f} {out['checkpoint_bytes'] / 1e12:>6.2f}  " +
               "  ".join(f"{saves[s]:>12.2f} s" for s in ["fsx", "s3", "nvme+fsx", "nvme+s3", "peer"]))
-    doc = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores", "rows": rows}
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-
+    write_results(args.out, rows)
 
 if __name__ == "__main__":
     main()

@@ -7,10 +7,9 @@ writes benchmarks/results/training_scale.json. Usage: benchmarks/training_scale.
 import argparse
 import json
 import os
-import platform
-import subprocess
 import tempfile
-import time
+
+from bench_support import measure, write_results
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -26,16 +25,8 @@ def scenario_405b(gpus):
             "training": {"seq_length": 8192, "precision": "bf16", "tp_comm_overlap": True}}
 
 
-def measure(fmsim, path):
-    start = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M", fmsim, "run", path, "--json", "-", "--allow-oom"],
-                          capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(proc.stderr)
-    rss_kib = int(proc.stderr.strip().splitlines()[-1])
-    out = json.loads(proc.stdout)
-    return wall, rss_kib * 1024, out
+def measure_run(fmsim, path):
+    return measure([fmsim, "run", path, "--json", "-", "--allow-oom"])
 
 
 def main():
@@ -53,18 +44,14 @@ def main():
             cases.append((gpus, path))
         print(f"{'GPUs':>8} {'model':>16} {'wall s':>8} {'RSS MiB':>8} {'step s':>8} {'tasks':>8} {'ranks':>6}")
         for gpus, path in cases:
-            wall, rss, out = measure(args.fmsim, path)
+            wall, rss, out = measure_run(args.fmsim, path)
             row = {"gpus": gpus, "model": out["model"]["name"], "wall_s": wall, "rss_bytes": rss,
                    "step_time_s": out["step_time_s"], "tasks": out["simulation"]["tasks"],
                    "simulated_ranks": out["simulation"]["simulated_ranks"], "trace_nodes": out["simulation"]["trace_nodes"]}
             rows.append(row)
             print(f"{gpus:>8} {row['model']:>16} {wall:>8.2f} {rss / 2**20:>8.0f} {row['step_time_s']:>8.2f} "
                   f"{row['tasks']:>8} {row['simulated_ranks']:>6}")
-    doc = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores", "rows": rows}
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-
+    write_results(args.out, rows)
 
 if __name__ == "__main__":
     main()
