@@ -10,8 +10,18 @@ double attention_efficiency(int sm_version, bool backward) {
   return backward ? 0.55 : 0.70;
 }
 
+double operand_bytes(MathPrecision precision) {
+  switch (precision) {
+    case MathPrecision::bf16: return 2.0;
+    case MathPrecision::fp8: return 1.0;
+    case MathPrecision::fp4: return 0.5 + 1.0 / 16.0;
+  }
+  return 2.0;
+}
+
 double ComputeModel::peak_flops(MathPrecision precision) const {
-  if (precision == MathPrecision::fp8 && gpu_.fp8_dense_flops > 0) return gpu_.fp8_dense_flops;
+  if (precision == MathPrecision::fp4 && gpu_.fp4_dense_flops > 0) return gpu_.fp4_dense_flops;
+  if (precision != MathPrecision::bf16 && gpu_.fp8_dense_flops > 0) return gpu_.fp8_dense_flops;
   return gpu_.bf16_dense_flops;
 }
 
@@ -29,8 +39,8 @@ double ComputeModel::gemm_s(const GemmShape& shape, MathPrecision precision, int
     const double tile_flops = 2.0 * tile[0] * tile[1] * shape.k;
     best = std::min(best, waves * tile_flops / per_sm_flops);
   }
-  const double operand_bytes = precision == MathPrecision::fp8 ? 1.0 : 2.0;
-  const double bytes = (shape.m * shape.k + shape.k * shape.n) * operand_bytes + shape.m * shape.n * 2.0;
+  const double element_bytes = operand_bytes(precision);
+  const double bytes = (shape.m * shape.k + shape.k * shape.n) * element_bytes + shape.m * shape.n * 2.0;
   const double memory = bytes / (gpu_.hbm_bandwidth_Bps * gpu_.hbm_achievable_fraction);
   return std::max(best, memory) + kGemmFixedOverhead_s;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/engine/flow_driver.hpp"
 #include "fmsim/engine/network_sim.hpp"
 #include "fmsim/engine/task_graph.hpp"
 
@@ -32,8 +33,9 @@ std::string read_all(int fd) {
   return data;
 }
 
-/// Runs `work` in a forked child; its returned bytes come back. Errors in the child become InternalError.
-std::string run_in_child(const std::function<std::string()>& work) {
+}  // namespace
+
+std::string run_isolated(const std::function<std::string()>& work) {
   int fds[2];
   if (::pipe(fds) != 0) throw InternalError("engine: pipe() failed");
   pid_t pid = ::fork();
@@ -44,6 +46,9 @@ std::string run_in_child(const std::function<std::string()>& work) {
     std::string payload;
     try {
       payload = "K" + work();
+    } catch (const InputError& error) {
+      payload = std::string("I") + error.what();
+      status = 1;
     } catch (const std::exception& error) {
       payload = std::string("E") + error.what();
       status = 1;
@@ -58,9 +63,12 @@ std::string run_in_child(const std::function<std::string()>& work) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (payload.empty()) throw InternalError("engine: the simulation process died (signal or crash)");
+  if (payload[0] == 'I') throw InputError(payload.substr(1));
   if (payload[0] == 'E') throw InternalError(payload.substr(1));
   return payload.substr(1);
 }
+
+namespace {
 
 void append_doubles(std::string& out, const std::vector<double>& values) {
   const std::uint64_t count = values.size();
@@ -83,7 +91,7 @@ std::vector<double> take_doubles(const std::string& in, std::size_t& offset) {
 }  // namespace
 
 SimStats simulate_in_child(const SimPlatform& platform, const std::vector<SimJob>& jobs) {
-  std::string payload = run_in_child([&] {
+  std::string payload = run_isolated([&] {
     SimStats stats = simulate(platform, jobs);
     std::string out;
     append_doubles(out, {stats.bytes_sent, stats.bytes_received, static_cast<double>(stats.messages)});
@@ -102,7 +110,7 @@ SimStats simulate_in_child(const SimPlatform& platform, const std::vector<SimJob
 }
 
 TaskTimes simulate_tasks_in_child(const SimPlatform& platform, const SimTaskGraph& graph) {
-  std::string payload = run_in_child([&] {
+  std::string payload = run_isolated([&] {
     TaskTimes times = simulate_tasks(platform, graph);
     std::string out;
     append_doubles(out, {times.makespan_s, static_cast<double>(times.flows)});

@@ -17,6 +17,8 @@ std::filesystem::path resolve_path(const std::string& text, const std::filesyste
   return path;  // relative to the working directory; load_json_file names it if missing
 }
 
+}  // namespace
+
 /// "cluster": "file.json" or {"base": "file.json", overrides...} or an inline cluster object.
 json expand_cluster(const json& value, const std::string& origin, const std::filesystem::path& base_dir) {
   if (value.is_string()) return expand_cluster(json{{"base", value}}, origin, base_dir);
@@ -52,8 +54,6 @@ ModelSpec expand_model(const json& value, const std::string& origin, const std::
   if (!is_path) model.name = base;
   return model;
 }
-
-}  // namespace
 
 void apply_set(json& root, const std::string& assignment) {
   const auto equals = assignment.find('=');

@@ -27,5 +27,6 @@ void register_collective(CLI::App& app, const GlobalOptions& globals, Action& ac
 void register_run(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_trace(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_checkpoint(CLI::App& app, const GlobalOptions& globals, Action& action);
+void register_serve(CLI::App& app, const GlobalOptions& globals, Action& action);
 
 }  // namespace fmsim::cli

@@ -5,7 +5,10 @@
 
 namespace fmsim::compute {
 
-enum class MathPrecision { bf16, fp8 };
+enum class MathPrecision { bf16, fp8, fp4 };
+
+/// Bytes per GEMM operand element at a precision (FP4: NVFP4 values plus one FP8 scale per 16).
+double operand_bytes(MathPrecision precision);
 
 /// Launch and prologue/epilogue cost of one GEMM kernel: the gap between 2048^3 FP8 GEMM time measured
 /// on H100 (17.0 us at 1011 TFLOPS) and its compute time at the peak efficiency (12.9 us); calibration

@@ -37,6 +37,12 @@ struct Scenario {
 /// Throws InputError for a malformed assignment or a path through a non-object.
 void apply_set(nlohmann::json& root, const std::string& assignment);
 
+/// A scenario's "cluster" value (a topology file name, {"base": FILE, overrides...} or an inline
+/// cluster) as one cluster document; relative paths resolve against `base_dir`.
+nlohmann::json expand_cluster(const nlohmann::json& value, const std::string& origin, const std::filesystem::path& base_dir);
+/// A scenario's "model" value (a preset name, a config.json path, {"base": ..., overrides} or inline).
+ModelSpec expand_model(const nlohmann::json& value, const std::string& origin, const std::filesystem::path& base_dir);
+
 /// Loads a scenario file, applies the overrides in order and resolves everything against the catalog.
 Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& sets,
                        const hardware::Catalog& catalog);

@@ -1,0 +1,85 @@
+#pragma once
+// One serving replica (a TP x PP group of GPUs running one engine): its memory (weights, activation
+// workspace, KV cache capacity) and the time of one engine iteration for a given batch, from the compute
+// model (GEMMs compute- or HBM-bound, flash attention for prefill, KV reads for decode) and the TP/EP
+// collectives. docs/model.md ("Serving") derives each term.
+#include <vector>
+
+#include "fmsim/collectives/layout.hpp"
+#include "fmsim/compute/compute_model.hpp"
+#include "fmsim/inference/serve_scenario.hpp"
+#include "fmsim/topology/cluster_graph.hpp"
+
+namespace fmsim::inference {
+
+/// What one iteration processes.
+struct BatchShape {
+  int decode_tokens = 0;                ///< sequences decoding one token each
+  double decode_context_tokens = 0;     ///< sum of their KV lengths (tokens read by attention)
+  int prefill_tokens = 0;               ///< prompt tokens computed this iteration (chunks)
+  double prefill_attention_pairs = 0;   ///< query-key pairs of those chunks, causal, incl. cached context
+  int sampled_rows = 0;                 ///< sequences that sample a token (LM head rows)
+  int tokens() const { return decode_tokens + prefill_tokens; }
+};
+
+struct IterationBreakdown {
+  double gemm_s = 0;          ///< projections, MLP / experts, LM head
+  double attention_s = 0;     ///< prefill flash attention + decode KV reads
+  double memory_ops_s = 0;    ///< norms, activations
+  double communication_s = 0; ///< TP all-reduce, EP all-to-all, pipeline sends
+  double overhead_s = 0;      ///< host side
+  double total_s() const { return gemm_s + attention_s + memory_ops_s + communication_s + overhead_s; }
+};
+
+struct ReplicaMemory {
+  double weight_bytes_per_gpu = 0;
+  double activation_bytes_per_gpu = 0;
+  double reserve_bytes_per_gpu = 0;
+  double kv_bytes_per_gpu = 0;          ///< what remains for the KV cache
+  double kv_bytes_per_token_per_gpu = 0;
+  long long kv_blocks = 0;              ///< per replica
+  long long kv_capacity_tokens = 0;     ///< kv_blocks x block size
+};
+
+class ReplicaModel {
+ public:
+  /// `tp_gpus`: global GPU ordinals of one TP group of the replica (for the collective layout);
+  /// `stage_hop_gpus`: a GPU of the next stage (pipeline sends), or -1. Throws InputError when the
+  /// model does not fit (`where` names the pool).
+  ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, const topology::ClusterGraph& cluster,
+               const std::vector<int>& tp_gpus, int stage_hop_gpu, const std::string& where);
+
+  double iteration_s(const BatchShape& batch) const;
+  IterationBreakdown breakdown(const BatchShape& batch) const;
+
+  const ReplicaMemory& memory() const { return memory_; }
+  const PoolSpec& pool() const { return pool_; }
+  /// KV bytes of one token over the whole model, without replicas (what a prefill-to-decode move sends).
+  double kv_transfer_bytes_per_token() const { return kv_transfer_bytes_per_token_; }
+  int gpus() const { return pool_.gpus_per_replica(); }
+
+ private:
+  /// Everything that depends only on the token count: GEMMs, memory ops, collectives (memoized).
+  const IterationBreakdown& per_token_count(int tokens) const;
+  double stage_linear(int tokens, IterationBreakdown& out) const;
+  double allreduce_s(double bytes) const;
+  double alltoall_s(double bytes) const;
+
+  const ServeScenario& scenario_;
+  PoolSpec pool_;
+  compute::ComputeModel compute_;
+  compute::MathPrecision math_ = compute::MathPrecision::bf16;
+  collectives::CommLayout tp_layout_;
+  bool has_tp_layout_ = false;
+  double stage_hop_Bps_ = 0, stage_hop_latency_s_ = 0;
+  int stage_layers_ = 0;                ///< layers of the largest stage
+  int moe_stage_layers_ = 0;
+  double kv_bytes_per_token_layer_gpu_ = 0;
+  double attention_width_per_gpu_ = 0;  ///< heads x (qk + v head dims) / ranks sharing a query
+  double kv_transfer_bytes_per_token_ = 0;
+  ReplicaMemory memory_;
+  mutable std::vector<IterationBreakdown> by_tokens_;
+  mutable std::vector<char> known_;
+};
+
+}  // namespace fmsim::inference

@@ -1,0 +1,50 @@
+#pragma once
+// What a serving run reports: throughput, latency percentiles, SLO goodput, KV cache use, preemptions
+// and cost, computed from the per-request outcomes; its JSON document (schema fmsim.serve/1), text
+// summary and Chrome trace-event timeline.
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "fmsim/inference/serving_sim.hpp"
+
+namespace fmsim::inference {
+
+struct Percentiles {
+  double p50 = 0, p90 = 0, p99 = 0, mean = 0, max = 0;
+};
+
+/// Linear interpolation between closest ranks (numpy's default); `percentile` in [0, 100].
+double percentile_of(std::vector<double> values, double percentile);
+Percentiles percentiles_of(const std::vector<double>& values);
+/// The reported percentile nearest above `percentile` (p50, p90 or p99).
+double percentile_value(const Percentiles& p, double percentile);
+
+struct ServeSummary {
+  int requests = 0, completed = 0;
+  double duration_s = 0;                ///< first arrival to last completion
+  double requests_per_s = 0;
+  double input_tokens_per_s = 0, output_tokens_per_s = 0;
+  double output_tokens_per_s_per_gpu = 0;
+  Percentiles ttft_s, tpot_s, e2e_s, queue_s, kv_transfer_s;
+  double mean_concurrency = 0;          ///< time-average of requests in the system
+  std::optional<double> slo_goodput;    ///< fraction of requests meeting every SLO (none set: empty)
+  double goodput_requests_per_s = 0;
+  bool slo_met = true;                  ///< the SLO percentile of each metric is within its limit
+  double kv_utilization_mean = 0, kv_utilization_peak = 0;
+  long long preemptions = 0;
+  double prefix_cached_fraction = 0;    ///< prompt tokens served from the prefix cache
+  int gpus = 0, nodes = 0;
+  std::optional<double> usd_per_hour, usd_per_million_tokens;
+};
+
+ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome);
+
+/// The run's JSON document (everything in the summary, the configuration echoed, per-pool memory).
+nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& summary, const ServeOutcome& outcome);
+std::string to_text(const ServingPlan& plan, const ServeSummary& summary);
+/// Chrome trace-event JSON: a process per replica with its iterations, and the KV transfers.
+std::string timeline_json(const ServingPlan& plan, const ServeOutcome& outcome);
+
+}  // namespace fmsim::inference

@@ -1,0 +1,94 @@
+#pragma once
+// A serving scenario file (configs/serving/*.json, schema fmsim.serve/1): cluster, model, one pool of
+// replicas (or a prefill pool and a decode pool when disaggregated), the engine's batching options
+// (vLLM names), the workload and the SLOs. docs/formats.md documents every key.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fmsim/hardware/catalog.hpp"
+#include "fmsim/topology/cluster_spec.hpp"
+#include "fmsim/workload/model.hpp"
+
+namespace fmsim::inference {
+
+enum class WeightPrecision { bf16, fp8, fp4 };
+enum class PoolRole { unified, prefill, decode };
+enum class RouterPolicy { round_robin, least_outstanding };
+
+/// How a batching engine (vLLM / SGLang / TensorRT-LLM) is configured, with vLLM's option names.
+struct EngineOptions {
+  int max_num_seqs = 256;                  ///< sequences in the running batch
+  int max_num_batched_tokens = 8192;       ///< tokens one iteration may process
+  bool chunked_prefill = true;             ///< split long prompts over iterations
+  int block_size = 16;                     ///< tokens per KV block
+  double gpu_memory_utilization = 0.90;    ///< fraction of HBM the engine may use
+  bool prefix_caching = false;
+  double prefix_cache_hit_rate = 0.0;      ///< fraction of each prompt found in the cache (when enabled)
+  double iteration_overhead_s = 0;         ///< host-side time per iteration (scheduler, sampling, launch)
+};
+
+/// Identical replicas serving one role.
+struct PoolSpec {
+  PoolRole role = PoolRole::unified;
+  int replicas = 1;
+  int tp = 1, pp = 1;
+  bool expert_parallel = false;            ///< experts sharded over the TP x DP ranks (vLLM enable_expert_parallel)
+  bool dp_attention = false;               ///< attention data-parallel over the replica's ranks (MLA models)
+  EngineOptions engine;
+  int gpus_per_replica() const { return tp * pp; }
+};
+
+/// A token-length distribution: fixed, uniform [min, max], or lognormal with a mean and a sigma of log.
+struct LengthSpec {
+  enum class Kind { fixed, uniform, lognormal } kind = Kind::fixed;
+  double mean = 0;
+  int min = 1, max = 0;                    ///< max 0 = no cap (fixed, lognormal)
+  double sigma = 0;
+};
+
+struct WorkloadSpec {
+  enum class Arrival { offline, poisson, trace } arrival = Arrival::poisson;
+  double rate_per_s = 0;                   ///< Poisson
+  int requests = 1000;                     ///< offline and Poisson
+  std::filesystem::path trace;             ///< JSON Lines or CSV
+  LengthSpec input, output;
+  int samples_per_prompt = 1;              ///< parallel sampling: sequences sharing one prompt
+  std::uint64_t seed = 1;
+};
+
+struct SloSpec {
+  std::optional<double> ttft_s, tpot_s, e2e_s;
+  double percentile = 99;                  ///< the percentile that must meet them (sweep, slo_met)
+};
+
+struct ServeScenario {
+  std::string file;
+  std::string name;
+  nlohmann::json resolved;
+  topology::ClusterSpec cluster;
+  workload::ModelSpec model;
+  WeightPrecision precision = WeightPrecision::bf16;
+  double kv_bytes_per_element = 2;         ///< kv_cache_dtype: bf16 2, fp8 1
+  std::vector<PoolSpec> pools;             ///< one unified pool, or prefill then decode
+  RouterPolicy router = RouterPolicy::least_outstanding;
+  WorkloadSpec workload;
+  SloSpec slo;
+  bool disaggregated() const { return pools.size() == 2; }
+  int total_gpus() const;
+};
+
+/// Loads a serving scenario, applies `--set` overrides in order and validates it against the catalog and
+/// the model (TP dividing heads and KV heads, GPUs available, FP8/FP4 supported). Throws InputError.
+ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::vector<std::string>& sets,
+                                  const hardware::Catalog& catalog);
+
+std::string to_string(WeightPrecision precision);
+std::string to_string(PoolRole role);
+std::string to_string(RouterPolicy policy);
+
+}  // namespace fmsim::inference

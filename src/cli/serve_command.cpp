@@ -1,0 +1,62 @@
+// fmsim serve SCENARIO.json [--set path=value ...] [--json FILE|-] [--timeline FILE] [--sweep-rate]
+// Simulates an LLM serving deployment: throughput, TTFT/TPOT/end-to-end percentiles, SLO goodput, KV
+// cache use, preemptions and cost; with --sweep-rate, the highest arrival rate within the SLOs.
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "fmsim/cli/commands.hpp"
+#include "fmsim/cli/output_file.hpp"
+#include "fmsim/inference/rate_sweep.hpp"
+#include "fmsim/inference/serve_report.hpp"
+
+namespace fmsim::cli {
+namespace {
+
+struct ServeOptions {
+  std::string scenario_file, json_file, timeline_file;
+  std::vector<std::string> sets;
+  bool sweep_rate = false;
+};
+
+int run_serve(const GlobalOptions& globals, const ServeOptions& o) {
+  auto catalog = load_catalog(globals);
+  const inference::ServeScenario scenario = inference::load_serve_scenario(o.scenario_file, o.sets, catalog);
+  const inference::ServingPlan plan(scenario);
+  const auto requests = inference::make_requests(scenario.workload);
+  spdlog::info("{}: {} requests on {} replicas", scenario.name, requests.size(), plan.replicas().size());
+  const inference::ServeOutcome outcome = inference::simulate_serving(plan, requests, !o.timeline_file.empty());
+  const inference::ServeSummary summary = inference::summarize(plan, outcome);
+  std::optional<inference::RateSweep> sweep;
+  if (o.sweep_rate) {
+    spdlog::info("{}: searching for the highest rate within the SLOs", scenario.name);
+    sweep = inference::sweep_rate(plan);
+  }
+  if (o.json_file != "-") {
+    std::string text = inference::to_text(plan, summary);
+    if (sweep) text += "\n" + inference::to_text(*sweep);
+    write_output("-", text);
+  }
+  if (!o.timeline_file.empty()) write_output(o.timeline_file, inference::timeline_json(plan, outcome));
+  if (o.json_file.empty()) return 0;
+  nlohmann::json doc = inference::to_json(plan, summary, outcome);
+  if (sweep) doc["sweep"] = inference::to_json(*sweep);
+  write_output(o.json_file, doc.dump(2) + "\n");
+  return 0;
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app, const GlobalOptions& globals, Action& action) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* sub = app.add_subcommand("serve", "simulate LLM serving: throughput, TTFT/TPOT percentiles, SLO goodput, KV cache, cost");
+  sub->add_option("scenario", o->scenario_file, "serving scenario (configs/serving/*.json)")->required();
+  sub->add_option("--set", o->sets, "override a scenario value: PATH=VALUE (repeatable), e.g. workload.rate=20/s");
+  sub->add_option("--json", o->json_file, "write the result document ('-' = stdout, replaces the summary)");
+  sub->add_option("--timeline", o->timeline_file, "write a Chrome trace-event timeline (iterations, KV transfers) for Perfetto");
+  sub->add_flag("--sweep-rate", o->sweep_rate, "also find the highest Poisson arrival rate that meets the scenario's SLOs");
+  sub->callback([&globals, o, &action] { action = [&globals, o] { return run_serve(globals, *o); }; });
+}
+
+}  // namespace fmsim::cli

@@ -1,0 +1,225 @@
+// One replica's memory and iteration time. Per layer of the largest pipeline stage: the GEMMs of the
+// attention projections and of the MLP (or the routed experts as one grouped GEMM), the norms and the
+// activation as HBM-bound kernels, the TP all-reduces (or EP all-to-alls) from the collectives part;
+// attention itself is flash attention over the prefill chunks and a KV read for every decoding sequence.
+#include "fmsim/inference/replica_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "fmsim/collectives/cost.hpp"
+#include "fmsim/common/error.hpp"
+#include "fmsim/inference/serving_constants.hpp"
+#include "fmsim/units/format.hpp"
+#include "fmsim/workload/model.hpp"
+
+namespace fmsim::inference {
+namespace {
+
+compute::MathPrecision math_of(WeightPrecision precision) {
+  switch (precision) {
+    case WeightPrecision::bf16: return compute::MathPrecision::bf16;
+    case WeightPrecision::fp8: return compute::MathPrecision::fp8;
+    case WeightPrecision::fp4: return compute::MathPrecision::fp4;
+  }
+  return compute::MathPrecision::bf16;
+}
+
+std::string gib(double bytes) { return units::format_bytes(bytes); }
+
+std::string number_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+}  // namespace
+
+ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, const topology::ClusterGraph& cluster,
+                           const std::vector<int>& tp_gpus, int stage_hop_gpu, const std::string& where)
+    : scenario_(scenario), pool_(pool), compute_(scenario.cluster.gpu), math_(math_of(scenario.precision)) {
+  const auto& m = scenario.model;
+  const auto counts = workload::count_parameters(m);
+  const double tp = pool.tp;
+  stage_layers_ = (m.layers + pool.pp - 1) / pool.pp;
+  moe_stage_layers_ = static_cast<int>(std::ceil(static_cast<double>(m.moe_layers()) * stage_layers_ / m.layers));
+  if (pool.tp > 1) {
+    tp_layout_ = collectives::make_layout(cluster, tp_gpus);
+    has_tp_layout_ = true;
+  }
+  if (stage_hop_gpu >= 0) {
+    const bool same_domain = cluster.domain_of_node(cluster.node_of_gpu(tp_gpus.front())) ==
+                             cluster.domain_of_node(cluster.node_of_gpu(stage_hop_gpu));
+    stage_hop_Bps_ = same_domain ? scenario.cluster.gpu.nvlink_bandwidth_per_direction_Bps : scenario.cluster.rail_bandwidth_Bps();
+    stage_hop_latency_s_ = same_domain ? scenario.cluster.nvlink.message_latency_s : scenario.cluster.network.message_latency_s;
+  }
+
+  // KV cache per token. GQA: K and V of the KV heads this rank holds (replicated when TP exceeds them).
+  // MLA: the compressed latent plus the rotary key, which every TP rank keeps whole.
+  const double kv_element = scenario.kv_bytes_per_element;
+  double per_layer_unique = 0, per_layer_gpu = 0;
+  if (m.mla) {
+    per_layer_unique = (m.mla_shape.kv_lora_rank + m.mla_shape.qk_rope_head_dim) * kv_element;
+    per_layer_gpu = per_layer_unique;
+    attention_width_per_gpu_ = m.heads * (m.mla_shape.qk_nope_head_dim + m.mla_shape.qk_rope_head_dim + m.mla_shape.v_head_dim) / tp;
+  } else {
+    per_layer_unique = 2.0 * m.kv_heads * m.head_dim * kv_element;
+    per_layer_gpu = pool.dp_attention ? per_layer_unique : 2.0 * std::max(1.0, m.kv_heads / tp) * m.head_dim * kv_element;
+    attention_width_per_gpu_ = m.heads * 2.0 * m.head_dim / tp;
+  }
+  kv_bytes_per_token_layer_gpu_ = per_layer_gpu;
+  kv_transfer_bytes_per_token_ = per_layer_unique * m.layers;
+
+  // Weights of the largest stage: layers sharded over TP (experts over the TP x DP ranks with EP, which
+  // is the same count per GPU), embedding and LM head vocabulary-parallel and kept in BF16.
+  const double weight_bytes = compute::operand_bytes(math_);
+  const int moe_layers = moe_stage_layers_, dense_layers = stage_layers_ - moe_stage_layers_;
+  const double attention_params = pool.dp_attention ? counts.attention_per_layer : counts.attention_per_layer / tp;
+  const double layer_params = stage_layers_ * attention_params + dense_layers * counts.dense_mlp_per_layer / tp +
+                              moe_layers * counts.moe_mlp_per_layer / tp;
+  const double vocab_params = pool.pp == 1 ? (counts.embedding + counts.output) / tp : std::max(counts.embedding, counts.output) / tp;
+  memory_.weight_bytes_per_gpu = layer_params * weight_bytes + vocab_params * kActivationBytes;
+
+  // Activation workspace at the largest batch (vLLM profiles a forward pass of max_num_batched_tokens):
+  // hidden state, residual and norm output, QKV, the MLP's gate/up output, and the sampler's logits.
+  const double t_max = pool.engine.max_num_batched_tokens;
+  const double mlp_width = m.is_moe() ? std::max<double>(m.ffn, static_cast<double>(m.moe.expert_ffn) * m.moe.experts_per_token)
+                                      : static_cast<double>(m.ffn);
+  const double per_token = 3.0 * m.hidden + (m.q_dim() + 2.0 * m.kv_dim()) / tp + 3.0 * mlp_width / tp;
+  memory_.activation_bytes_per_gpu = t_max * per_token * kActivationBytes +
+                                     pool.engine.max_num_seqs * static_cast<double>(m.vocab) / tp * kLogitBytes;
+  memory_.reserve_bytes_per_gpu = kRuntimeReserve_bytes;
+  const double usable = scenario.cluster.gpu.hbm_bytes * pool.engine.gpu_memory_utilization;
+  memory_.kv_bytes_per_gpu = usable - memory_.weight_bytes_per_gpu - memory_.activation_bytes_per_gpu - memory_.reserve_bytes_per_gpu;
+  memory_.kv_bytes_per_token_per_gpu = per_layer_gpu * stage_layers_;
+  const double ranks_holding_distinct_sequences = pool.dp_attention ? tp : 1.0;
+  const double tokens = std::floor(std::max(0.0, memory_.kv_bytes_per_gpu) / memory_.kv_bytes_per_token_per_gpu) *
+                        ranks_holding_distinct_sequences;
+  memory_.kv_blocks = static_cast<long long>(tokens / pool.engine.block_size);
+  memory_.kv_capacity_tokens = memory_.kv_blocks * pool.engine.block_size;
+  if (memory_.kv_blocks < 1) {
+    throw InputError(where + ": " + m.name + " does not fit: per GPU (TP " + std::to_string(pool.tp) + ", PP " +
+                     std::to_string(pool.pp) + ") weights " + gib(memory_.weight_bytes_per_gpu) + " + activations " +
+                     gib(memory_.activation_bytes_per_gpu) + " + runtime " + gib(memory_.reserve_bytes_per_gpu) +
+                     " exceed " + gib(usable) + " (" + scenario.cluster.gpu.name + " HBM x gpu_memory_utilization " +
+                     number_text(pool.engine.gpu_memory_utilization) +
+                     "), leaving no KV cache; raise TP or PP, lower precision or max_num_batched_tokens");
+  }
+  const std::size_t table = static_cast<std::size_t>(pool.engine.max_num_batched_tokens) + 1;
+  by_tokens_.resize(table);
+  known_.assign(table, 0);
+}
+
+double ReplicaModel::allreduce_s(double bytes) const {
+  if (!has_tp_layout_ || bytes <= 0) return 0.0;
+  return collectives::collective_cost(tp_layout_, collectives::Op::all_reduce, bytes).time_s;
+}
+
+double ReplicaModel::alltoall_s(double bytes) const {
+  if (!has_tp_layout_ || bytes <= 0) return 0.0;
+  return collectives::collective_cost(tp_layout_, collectives::Op::alltoall, bytes).time_s;
+}
+
+double ReplicaModel::stage_linear(int tokens, IterationBreakdown& out) const {
+  const auto& m = scenario_.model;
+  const double tp = pool_.tp, t = tokens;
+  const double overhead = compute::kGemmFixedOverhead_s;
+  auto gemm = [&](double rows, double k, double n) { return compute_.gemm_s({rows, n, k}, math_); };
+  // Attention projections: sharded over TP, or whole on each rank for its own sequences (DP attention).
+  const double attn_rows = pool_.dp_attention ? std::ceil(t / tp) : t;
+  const double attn_split = pool_.dp_attention ? 1.0 : tp;
+  double attention_gemms = 0;
+  if (m.mla) {
+    const auto& a = m.mla_shape;
+    const double q_width = m.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) / attn_split;
+    attention_gemms += a.q_lora_rank > 0 ? gemm(attn_rows, m.hidden, a.q_lora_rank) + gemm(attn_rows, a.q_lora_rank, q_width)
+                                         : gemm(attn_rows, m.hidden, q_width);
+    attention_gemms += gemm(attn_rows, m.hidden, a.kv_lora_rank + a.qk_rope_head_dim);
+    attention_gemms += gemm(attn_rows, a.kv_lora_rank, m.heads * (a.qk_nope_head_dim + a.v_head_dim) / attn_split);
+    attention_gemms += gemm(attn_rows, m.heads * a.v_head_dim / attn_split, m.hidden);
+  } else {
+    attention_gemms += gemm(attn_rows, m.hidden, (m.q_dim() + 2.0 * m.kv_dim()) / attn_split);
+    attention_gemms += gemm(attn_rows, m.q_dim() / attn_split, m.hidden);
+  }
+  const double gate = m.gated_mlp ? 2.0 : 1.0;
+  const double dense_mlp = gemm(t, m.hidden, gate * m.ffn / tp) + gemm(t, m.ffn / tp, m.hidden);
+  double moe_mlp = 0;
+  if (m.is_moe()) {
+    // Routed experts: each GPU holds experts / TP of them (whole with EP, or every expert's 1/TP slice
+    // without); an expert is active when at least one token picks it; one grouped GEMM per matrix.
+    const double experts = m.moe.experts, k = m.moe.experts_per_token;
+    const double active_fraction = 1.0 - std::pow(1.0 - k / experts, t);
+    const double local = pool_.expert_parallel ? experts / tp : experts;
+    const double width = pool_.expert_parallel ? m.moe.expert_ffn : m.moe.expert_ffn / tp;
+    const double rows = t * k / (experts * active_fraction);
+    const double active = local * active_fraction;
+    moe_mlp = active * (gemm(rows, m.hidden, gate * width) + gemm(rows, width, m.hidden) - 2 * overhead) + 2 * overhead;
+    moe_mlp += gemm(t, m.hidden, experts);  // router
+    if (m.moe.shared_ffn > 0) moe_mlp += gemm(t, m.hidden, gate * m.moe.shared_ffn / tp) + gemm(t, m.moe.shared_ffn / tp, m.hidden);
+  }
+  const int moe_layers = moe_stage_layers_, dense_layers = stage_layers_ - moe_stage_layers_;
+  out.gemm_s += stage_layers_ * attention_gemms + dense_layers * dense_mlp + moe_layers * moe_mlp;
+  // Two fused norm + residual kernels and one activation kernel per layer, HBM-bound.
+  const double mlp_width = m.is_moe() ? m.moe.expert_ffn * m.moe.experts_per_token / tp : m.ffn / tp;
+  out.memory_ops_s += stage_layers_ * (2 * compute_.memory_s(3.0 * t * m.hidden * kActivationBytes) +
+                                       compute_.memory_s(1.5 * gate * t * mlp_width * kActivationBytes));
+  // TP: an all-reduce after attention (unless DP attention) and after the MLP; EP: dispatch and combine.
+  const double hidden_bytes = t * m.hidden * kActivationBytes;
+  const double attention_comm = pool_.dp_attention ? 0.0 : allreduce_s(hidden_bytes);
+  const double dense_comm = allreduce_s(hidden_bytes);
+  const double moe_comm = pool_.expert_parallel ? 2.0 * alltoall_s(hidden_bytes * m.moe.experts_per_token) : dense_comm;
+  out.communication_s += stage_layers_ * attention_comm + dense_layers * dense_comm + moe_layers * moe_comm;
+  return out.total_s();
+}
+
+const IterationBreakdown& ReplicaModel::per_token_count(int tokens) const {
+  const auto index = static_cast<std::size_t>(std::clamp(tokens, 0, static_cast<int>(by_tokens_.size()) - 1));
+  if (!known_[index]) {
+    IterationBreakdown parts;
+    if (tokens > 0) stage_linear(tokens, parts);
+    by_tokens_[index] = parts;
+    known_[index] = 1;
+  }
+  return by_tokens_[index];
+}
+
+IterationBreakdown ReplicaModel::breakdown(const BatchShape& batch) const {
+  const auto& m = scenario_.model;
+  const int tokens = batch.tokens();
+  if (tokens <= 0) return {};
+  if (tokens >= static_cast<int>(by_tokens_.size())) {
+    throw InternalError("inference: an iteration of " + std::to_string(tokens) + " tokens exceeds max_num_batched_tokens");
+  }
+  IterationBreakdown parts = per_token_count(tokens);
+  // Attention: prefill chunks at flash-attention efficiency, decode as a read of each sequence's KV.
+  const double ranks = pool_.dp_attention ? pool_.tp : 1.0;
+  const double prefill_flops = 2.0 * batch.prefill_attention_pairs * attention_width_per_gpu_ / ranks;
+  const double decode_bytes = batch.decode_context_tokens * kv_bytes_per_token_layer_gpu_ / ranks;
+  double per_layer = 0;
+  if (prefill_flops > 0) per_layer += compute_.attention_s(prefill_flops, false);
+  if (decode_bytes > 0) per_layer += compute_.memory_s(decode_bytes);
+  parts.attention_s = stage_layers_ * per_layer;
+  // A pipeline runs its stages one after the other for a batch (no micro-batch interleaving), with a
+  // send of the hidden states between stages.
+  const double stages = pool_.pp;
+  parts.gemm_s *= stages;
+  parts.attention_s *= stages;
+  parts.memory_ops_s *= stages;
+  parts.communication_s *= stages;
+  if (pool_.pp > 1) {
+    parts.communication_s += (stages - 1) * (stage_hop_latency_s_ + tokens * m.hidden * kActivationBytes / stage_hop_Bps_);
+  }
+  // LM head on the sampled rows (vocabulary-parallel), BF16.
+  if (batch.sampled_rows > 0) {
+    parts.gemm_s += compute_.gemm_s({static_cast<double>(batch.sampled_rows), m.vocab / static_cast<double>(pool_.tp),
+                                     static_cast<double>(m.hidden)},
+                                    compute::MathPrecision::bf16);
+  }
+  parts.overhead_s = pool_.engine.iteration_overhead_s;
+  return parts;
+}
+
+double ReplicaModel::iteration_s(const BatchShape& batch) const { return breakdown(batch).total_s(); }
+
+}  // namespace fmsim::inference

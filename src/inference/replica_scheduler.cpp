@@ -1,0 +1,157 @@
+// Continuous batching on one replica: token budget, sequence limit, paged KV blocks, chunked
+// prefill, prefix cache, preemption by recompute (vLLM V1's scheduler, simplified as docs/model.md says).
+#include "replica_scheduler.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fmsim::inference {
+namespace {
+
+long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+ReplicaScheduler::ReplicaScheduler(const ReplicaModel& model)
+    : model_(model), options_(model.pool().engine), total_blocks_(model.memory().kv_blocks), free_blocks_(total_blocks_) {}
+
+long long ReplicaScheduler::blocks_for(const SeqState& s, long long prefilled, int gen_kv) const {
+  const long long block = options_.block_size;
+  // One sample: its tokens follow the prompt in the same blocks. Several: the prompt's blocks are
+  // shared and each sample has its own blocks for what it generates.
+  if (s.samples == 1) return ceil_div(prefilled + gen_kv, block);
+  return ceil_div(prefilled, block) + s.samples * ceil_div(gen_kv, block);
+}
+
+void ReplicaScheduler::preempt(SeqState& s) {
+  // Recompute: the KV is dropped; later the prompt and everything generated so far are prefilled again.
+  free_blocks_ += s.blocks;
+  s.blocks = 0;
+  running_samples_ -= s.samples;
+  const long long all_tokens = s.target + static_cast<long long>(s.samples) * s.gen_kv;
+  s.target = all_tokens;
+  s.prefilled = 0;
+  s.gen_kv = 0;
+  ++s.preemptions;
+}
+
+std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::vector<ScheduledSeq>& batch, BatchShape& shape) {
+  batch.clear();
+  shape = BatchShape{};
+  std::vector<int> preempted;
+  long long budget = options_.max_num_batched_tokens;
+  auto add = [&](SeqState& s, int seq, int tokens, bool prefill) {
+    batch.push_back({seq, tokens, prefill});
+    budget -= tokens;
+    if (prefill) {
+      shape.prefill_tokens += tokens;
+      shape.prefill_attention_pairs += tokens * (static_cast<double>(s.prefilled) + 0.5 * (tokens + 1));
+      if (s.prefilled + tokens == s.target) shape.sampled_rows += s.samples;
+    } else {
+      shape.decode_tokens += s.samples;
+      shape.decode_context_tokens += static_cast<double>(s.samples) * static_cast<double>(s.prefilled + s.gen_kv + 1);
+      shape.sampled_rows += s.samples;
+    }
+  };
+  // 1. Running sequences, oldest admission first.
+  for (std::size_t i = 0; i < running_.size() && budget > 0;) {
+    const int seq = running_[i];
+    SeqState& s = seqs[static_cast<std::size_t>(seq)];
+    const bool prefill = s.in_prefill();
+    const int tokens = prefill ? static_cast<int>(std::min<long long>(s.target - s.prefilled, budget)) : s.samples;
+    if (tokens > budget) break;
+    const long long need = (prefill ? blocks_for(s, s.prefilled + tokens, 0) : blocks_for(s, s.prefilled, s.gen_kv + 1)) - s.blocks;
+    bool self_preempted = false;
+    while (need > free_blocks_) {
+      const int victim = running_.back();
+      running_.pop_back();
+      preempt(seqs[static_cast<std::size_t>(victim)]);
+      waiting_.push_front(victim);
+      preempted.push_back(victim);
+      if (victim == seq) {
+        self_preempted = true;
+        break;
+      }
+    }
+    if (self_preempted) break;
+    free_blocks_ -= need;
+    s.blocks += need;
+    add(s, seq, tokens, prefill);
+    ++i;
+  }
+  // 2. Waiting sequences, first come first served, unless this iteration had to preempt.
+  while (preempted.empty() && !waiting_.empty() && budget > 0) {
+    const int seq = waiting_.front();
+    SeqState& s = seqs[static_cast<std::size_t>(seq)];
+    if (running_samples_ + s.samples > options_.max_num_seqs) break;
+    if (s.fresh) {
+      // Prefix cache: whole blocks of the prompt are found; the last prompt token is always computed.
+      if (options_.prefix_caching && options_.prefix_cache_hit_rate > 0) {
+        const long long block = options_.block_size;
+        const long long hit = static_cast<long long>(std::floor(options_.prefix_cache_hit_rate * s.target / block)) * block;
+        s.prefilled = std::min(hit, s.target - 1);
+        s.cached = static_cast<int>(s.prefilled);
+      }
+      s.fresh = false;
+    }
+    const long long remaining = s.target - s.prefilled;
+    if (!options_.chunked_prefill && remaining > budget) break;
+    const int tokens = static_cast<int>(std::min(remaining, budget));
+    const long long need = blocks_for(s, s.prefilled + tokens, 0) - s.blocks;
+    if (need > free_blocks_) break;
+    waiting_.pop_front();
+    free_blocks_ -= need;
+    s.blocks += need;
+    running_.push_back(seq);
+    running_samples_ += s.samples;
+    add(s, seq, tokens, true);
+  }
+  return preempted;
+}
+
+void ReplicaScheduler::complete(std::vector<SeqState>& seqs, const std::vector<ScheduledSeq>& batch, bool handoff,
+                                std::vector<int>& first_tokens, std::vector<int>& finished, std::vector<int>& handed_off) {
+  bool removed = false;
+  for (const auto& entry : batch) {
+    SeqState& s = seqs[static_cast<std::size_t>(entry.seq)];
+    if (entry.prefill) {
+      s.prefilled += entry.tokens;
+      if (s.prefilled < s.target) continue;
+      if (s.generated == 0) first_tokens.push_back(entry.seq);
+      ++s.generated;
+      if (handoff && s.generated < s.output) {
+        handed_off.push_back(entry.seq);
+        running_samples_ -= s.samples;
+        removed = true;
+        continue;
+      }
+    } else {
+      ++s.gen_kv;
+      ++s.generated;
+    }
+    if (s.generated >= s.output) {
+      free_blocks_ += s.blocks;
+      s.blocks = 0;
+      running_samples_ -= s.samples;
+      finished.push_back(entry.seq);
+      removed = true;
+    }
+  }
+  if (!removed) return;
+  std::erase_if(running_, [&](int seq) {
+    const SeqState& s = seqs[static_cast<std::size_t>(seq)];
+    if (s.generated >= s.output && s.blocks == 0) return true;
+    return handoff && !s.in_prefill() && s.generated >= 1 && s.generated < s.output;
+  });
+}
+
+bool ReplicaScheduler::reserve(SeqState& s) {
+  const long long need = blocks_for(s, s.prefilled, s.gen_kv + 1);
+  if (running_samples_ + s.samples > options_.max_num_seqs || need > free_blocks_) return false;
+  free_blocks_ -= need;
+  s.blocks = need;
+  running_samples_ += s.samples;
+  return true;
+}
+
+}  // namespace fmsim::inference

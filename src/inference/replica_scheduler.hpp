@@ -1,0 +1,78 @@
+#pragma once
+// The batching engine of one replica, as vLLM V1 schedules: running sequences first (decodes and
+// unfinished prefill chunks, in admission order), then waiting ones while the token budget, the
+// sequence limit and free KV blocks allow; when a running sequence needs a block and none is free, the
+// most recently admitted sequence is preempted (its blocks freed, recomputed later). Internal to
+// src/inference.
+#include <deque>
+#include <vector>
+
+#include "fmsim/inference/replica_model.hpp"
+
+namespace fmsim::inference {
+
+/// One request's state on the replica that holds it (its samples decode in lockstep).
+struct SeqState {
+  int request = -1;
+  int samples = 1;
+  int output = 1;             ///< tokens to generate per sample
+  int generated = 0;          ///< tokens sampled so far per sample
+  long long target = 0;       ///< prompt tokens that must be in KV before sampling
+  long long prefilled = 0;    ///< prompt tokens in KV
+  int gen_kv = 0;             ///< generated tokens in KV per sample since the last prefill
+  long long blocks = 0;       ///< KV blocks held on the current replica
+  bool fresh = true;          ///< never admitted: the prefix cache may hold part of the prompt
+  int cached = 0;
+  int preemptions = 0;
+  bool in_prefill() const { return prefilled < target; }
+};
+
+struct ScheduledSeq {
+  int seq = 0;
+  int tokens = 0;
+  bool prefill = false;
+};
+
+class ReplicaScheduler {
+ public:
+  explicit ReplicaScheduler(const ReplicaModel& model);
+
+  /// Blocks a sequence needs with `prefilled` prompt tokens and `gen_kv` generated tokens per sample in KV.
+  long long blocks_for(const SeqState& s, long long prefilled, int gen_kv) const;
+
+  /// Fills `batch` and `shape` for the next iteration; returns the sequences it preempted.
+  std::vector<int> schedule(std::vector<SeqState>& seqs, std::vector<ScheduledSeq>& batch, BatchShape& shape);
+
+  /// Applies a finished iteration: progress, sampled tokens. Sequences that completed their prefill
+  /// and sampled their first token go to `first_tokens`; those done generating to `finished` (their
+  /// blocks freed, removed from running); with `handoff`, sequences that finished prefill leave the
+  /// running set instead, keeping their blocks (the caller frees them once their KV has moved).
+  void complete(std::vector<SeqState>& seqs, const std::vector<ScheduledSeq>& batch, bool handoff,
+                std::vector<int>& first_tokens, std::vector<int>& finished, std::vector<int>& handed_off);
+
+  /// Reserves blocks and a sequence slot for a sequence whose KV will arrive (decode pool); false when
+  /// either is short.
+  bool reserve(SeqState& s);
+  /// A reserved sequence's KV has arrived: it joins the running batch in its decode phase.
+  void join_running(int seq) { running_.push_back(seq); }
+  /// Returns blocks to the free pool (a handed-off sequence's, once its KV has left).
+  void free_blocks(long long blocks) { free_blocks_ += blocks; }
+
+  std::deque<int>& waiting() { return waiting_; }
+  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  long long used_blocks() const { return total_blocks_ - free_blocks_; }
+  long long total_blocks() const { return total_blocks_; }
+  int running_sequences() const { return running_samples_; }
+
+ private:
+  void preempt(SeqState& s);
+
+  const ReplicaModel& model_;
+  const EngineOptions& options_;
+  std::vector<int> running_;
+  std::deque<int> waiting_;
+  long long total_blocks_ = 0, free_blocks_ = 0;
+  int running_samples_ = 0;   ///< sequences (samples) holding a slot, reserved ones included
+};
+
+}  // namespace fmsim::inference

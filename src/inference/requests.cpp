@@ -1,0 +1,158 @@
+// Request generation (offline, Poisson) and trace reading (JSON Lines, CSV).
+#include "fmsim/inference/requests.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "fmsim/common/error.hpp"
+
+namespace fmsim::inference {
+namespace {
+
+/// Uniform in (0, 1) from 53 random bits: the same numbers on every platform (std:: distributions are not).
+double unit(std::mt19937_64& rng) { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; }
+
+double standard_normal(std::mt19937_64& rng) {
+  return std::sqrt(-2.0 * std::log(unit(rng))) * std::cos(2.0 * M_PI * unit(rng));
+}
+
+int draw_length(const LengthSpec& spec, std::mt19937_64& rng) {
+  double value = spec.mean;
+  switch (spec.kind) {
+    case LengthSpec::Kind::fixed: break;
+    case LengthSpec::Kind::uniform:
+      value = spec.min + std::floor(unit(rng) * (spec.max - spec.min + 1));
+      break;
+    case LengthSpec::Kind::lognormal:
+      // Mean of the distribution (not of its log) is `mean`: mu = ln(mean) - sigma^2 / 2.
+      value = std::exp(std::log(spec.mean) - 0.5 * spec.sigma * spec.sigma + spec.sigma * standard_normal(rng));
+      break;
+  }
+  long long tokens = std::llround(value);
+  tokens = std::max<long long>(tokens, spec.min);
+  if (spec.max > 0) tokens = std::min<long long>(tokens, spec.max);
+  return static_cast<int>(tokens);
+}
+
+[[noreturn]] void trace_error(const std::filesystem::path& path, int line, const std::string& what) {
+  throw InputError(path.string() + ":" + std::to_string(line) + ": " + what);
+}
+
+int positive_count(const std::filesystem::path& path, int line, const std::string& key, double value) {
+  if (!(value >= 1) || value != std::floor(value) || value > 1e9) {
+    trace_error(path, line, key + " = " + std::to_string(value) + ": expected a whole number of tokens >= 1");
+  }
+  return static_cast<int>(value);
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream stream(line);
+  std::string cell;
+  while (std::getline(stream, cell, ',')) {
+    cell.erase(0, cell.find_first_not_of(" \t\r"));
+    cell.erase(cell.find_last_not_of(" \t\r") + 1);
+    cells.push_back(cell);
+  }
+  return cells;
+}
+
+}  // namespace
+
+std::vector<Request> read_trace(const std::filesystem::path& path, int default_samples) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path.string() + ": cannot open the trace file (workload.trace)");
+  const bool csv = path.extension() == ".csv";
+  std::vector<Request> requests;
+  std::string line;
+  int number = 0;
+  int arrival_column = -1, input_column = -1, output_column = -1;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    Request request;
+    request.samples = default_samples;
+    if (csv) {
+      auto cells = split_csv(line);
+      if (arrival_column < 0) {
+        for (int i = 0; i < static_cast<int>(cells.size()); ++i) {
+          if (cells[i] == "arrival_s") arrival_column = i;
+          if (cells[i] == "input_tokens") input_column = i;
+          if (cells[i] == "output_tokens") output_column = i;
+        }
+        if (arrival_column < 0 || input_column < 0 || output_column < 0) {
+          trace_error(path, number, "expected a CSV header naming arrival_s, input_tokens and output_tokens");
+        }
+        continue;
+      }
+      const int needed = std::max({arrival_column, input_column, output_column});
+      if (static_cast<int>(cells.size()) <= needed) trace_error(path, number, "expected " + std::to_string(needed + 1) + " columns");
+      double values[3];
+      const int columns[3] = {arrival_column, input_column, output_column};
+      for (int i = 0; i < 3; ++i) {
+        try {
+          std::size_t used = 0;
+          values[i] = std::stod(cells[columns[i]], &used);
+          if (used != cells[columns[i]].size()) throw std::invalid_argument("trailing text");
+        } catch (const std::exception&) {
+          trace_error(path, number, "'" + cells[columns[i]] + "' is not a number");
+        }
+      }
+      request.arrival_s = values[0];
+      request.input_tokens = positive_count(path, number, "input_tokens", values[1]);
+      request.output_tokens = positive_count(path, number, "output_tokens", values[2]);
+    } else {
+      nlohmann::json object = nlohmann::json::parse(line, nullptr, false);
+      if (object.is_discarded() || !object.is_object()) trace_error(path, number, "expected one JSON object per line");
+      for (const char* key : {"arrival_s", "input_tokens", "output_tokens"}) {
+        if (!object.contains(key) || !object[key].is_number()) trace_error(path, number, std::string("expected a number for \"") + key + "\"");
+      }
+      for (const auto& item : object.items()) {
+        if (item.key() != "arrival_s" && item.key() != "input_tokens" && item.key() != "output_tokens" && item.key() != "samples") {
+          trace_error(path, number, "unknown key \"" + item.key() + "\" (known: arrival_s, input_tokens, output_tokens, samples)");
+        }
+      }
+      request.arrival_s = object["arrival_s"].get<double>();
+      request.input_tokens = positive_count(path, number, "input_tokens", object["input_tokens"].get<double>());
+      request.output_tokens = positive_count(path, number, "output_tokens", object["output_tokens"].get<double>());
+      if (object.contains("samples")) {
+        if (!object["samples"].is_number()) trace_error(path, number, "expected a number for \"samples\"");
+        request.samples = positive_count(path, number, "samples", object["samples"].get<double>());
+      }
+    }
+    if (!(request.arrival_s >= 0) || !std::isfinite(request.arrival_s)) {
+      trace_error(path, number, "arrival_s = " + std::to_string(request.arrival_s) + ": expected seconds >= 0");
+    }
+    requests.push_back(request);
+  }
+  if (requests.empty()) throw InputError(path.string() + ": the trace holds no requests");
+  std::stable_sort(requests.begin(), requests.end(), [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });
+  for (std::size_t i = 0; i < requests.size(); ++i) requests[i].id = static_cast<int>(i);
+  return requests;
+}
+
+std::vector<Request> make_requests(const WorkloadSpec& workload) {
+  if (workload.arrival == WorkloadSpec::Arrival::trace) return read_trace(workload.trace, workload.samples_per_prompt);
+  std::mt19937_64 lengths(workload.seed), gaps(workload.seed ^ 0x9e3779b97f4a7c15ULL);
+  std::vector<Request> requests(static_cast<std::size_t>(workload.requests));
+  double clock = 0;
+  for (int i = 0; i < workload.requests; ++i) {
+    Request& r = requests[static_cast<std::size_t>(i)];
+    r.id = i;
+    r.input_tokens = draw_length(workload.input, lengths);
+    r.output_tokens = draw_length(workload.output, lengths);
+    r.samples = workload.samples_per_prompt;
+    if (workload.arrival == WorkloadSpec::Arrival::poisson) {
+      clock += -std::log(unit(gaps)) / workload.rate_per_s;
+      r.arrival_s = clock;
+    }
+  }
+  return requests;
+}
+
+}  // namespace fmsim::inference

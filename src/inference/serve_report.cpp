@@ -1,0 +1,274 @@
+// Serving metrics from per-request outcomes, and the JSON, text and timeline renderings.
+#include "fmsim/inference/serve_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "fmsim/units/format.hpp"
+
+namespace fmsim::inference {
+
+double percentile_of(std::vector<double> values, double percentile) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const double position = percentile / 100.0 * static_cast<double>(values.size() - 1);
+  const auto below = static_cast<std::size_t>(std::floor(position));
+  const std::size_t above = std::min(below + 1, values.size() - 1);
+  return values[below] + (position - static_cast<double>(below)) * (values[above] - values[below]);
+}
+
+Percentiles percentiles_of(const std::vector<double>& values) {
+  Percentiles p;
+  if (values.empty()) return p;
+  std::vector<double> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  p.p50 = percentile_of(sorted, 50);
+  p.p90 = percentile_of(sorted, 90);
+  p.p99 = percentile_of(sorted, 99);
+  p.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(sorted.size());
+  p.max = sorted.back();
+  return p;
+}
+
+double percentile_value(const Percentiles& p, double percentile) {
+  if (percentile <= 50) return p.p50;
+  if (percentile <= 90) return p.p90;
+  return p.p99;
+}
+
+ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
+  const auto& scenario = plan.scenario();
+  ServeSummary s;
+  s.requests = static_cast<int>(outcome.requests.size());
+  s.gpus = scenario.total_gpus();
+  s.nodes = plan.nodes_used();
+  double first_arrival = INFINITY, input_tokens = 0, output_tokens = 0, cached = 0;
+  std::vector<double> ttft, tpot, e2e, queue, transfer;
+  int good = 0;
+  for (const auto& o : outcome.requests) {
+    first_arrival = std::min(first_arrival, o.arrival_s);
+    if (o.finish_s < 0) continue;
+    ++s.completed;
+    input_tokens += o.input_tokens;
+    cached += o.cached_tokens;
+    output_tokens += static_cast<double>(o.output_tokens) * o.samples;
+    const double request_ttft = o.first_token_s - o.arrival_s;
+    const double request_e2e = o.finish_s - o.arrival_s;
+    ttft.push_back(request_ttft);
+    e2e.push_back(request_e2e);
+    if (o.output_tokens > 1) tpot.push_back((o.finish_s - o.first_token_s) / (o.output_tokens - 1));
+    if (o.decode_replica >= 0) transfer.push_back(o.kv_transfer_s);
+    const bool ok = (!scenario.slo.ttft_s || request_ttft <= *scenario.slo.ttft_s) &&
+                    (!scenario.slo.e2e_s || request_e2e <= *scenario.slo.e2e_s) &&
+                    (!scenario.slo.tpot_s || o.output_tokens <= 1 || (o.finish_s - o.first_token_s) / (o.output_tokens - 1) <= *scenario.slo.tpot_s);
+    good += ok ? 1 : 0;
+  }
+  if (s.completed == 0) return s;
+  s.duration_s = std::max(outcome.end_s - first_arrival, 1e-12);
+  s.requests_per_s = s.completed / s.duration_s;
+  s.input_tokens_per_s = input_tokens / s.duration_s;
+  s.output_tokens_per_s = output_tokens / s.duration_s;
+  s.output_tokens_per_s_per_gpu = s.output_tokens_per_s / s.gpus;
+  s.prefix_cached_fraction = input_tokens > 0 ? cached / input_tokens : 0.0;
+  s.ttft_s = percentiles_of(ttft);
+  s.tpot_s = percentiles_of(tpot);
+  s.e2e_s = percentiles_of(e2e);
+  s.kv_transfer_s = percentiles_of(transfer);
+  const bool any_slo = scenario.slo.ttft_s || scenario.slo.tpot_s || scenario.slo.e2e_s;
+  if (any_slo) s.slo_goodput = static_cast<double>(good) / s.requests;
+  s.goodput_requests_per_s = good / s.duration_s;
+  const double q = scenario.slo.percentile;
+  s.slo_met = s.completed == s.requests && (!scenario.slo.ttft_s || percentile_of(ttft, q) <= *scenario.slo.ttft_s) &&
+              (!scenario.slo.tpot_s || percentile_of(tpot, q) <= *scenario.slo.tpot_s) &&
+              (!scenario.slo.e2e_s || percentile_of(e2e, q) <= *scenario.slo.e2e_s);
+  double held = 0, utilization_sum = 0;
+  for (const auto& r : outcome.replicas) {
+    s.preemptions += r.preemptions;
+    held += r.request_seconds;
+    const double utilization = r.kv_block_seconds / (static_cast<double>(r.kv_blocks) * s.duration_s);
+    utilization_sum += utilization;
+    s.kv_utilization_peak = std::max(s.kv_utilization_peak, static_cast<double>(r.peak_kv_blocks) / static_cast<double>(r.kv_blocks));
+  }
+  s.kv_utilization_mean = utilization_sum / static_cast<double>(outcome.replicas.size());
+  s.mean_concurrency = held / s.duration_s;
+  if (scenario.cluster.usd_per_hour_per_node) {
+    s.usd_per_hour = *scenario.cluster.usd_per_hour_per_node * s.nodes;
+    s.usd_per_million_tokens = *s.usd_per_hour / 3600.0 / s.output_tokens_per_s * 1e6;
+  }
+  return s;
+}
+
+namespace {
+
+nlohmann::json to_json(const Percentiles& p) {
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"max", p.max}};
+}
+
+nlohmann::json optional_number(const std::optional<double>& value) { return value ? nlohmann::json(*value) : nlohmann::json(nullptr); }
+
+nlohmann::json pool_json(const ServingPlan& plan, int index) {
+  const PoolSpec& pool = plan.scenario().pools[static_cast<std::size_t>(index)];
+  const ReplicaMemory& m = plan.model(index).memory();
+  const EngineOptions& e = pool.engine;
+  return {{"role", to_string(pool.role)},
+          {"replicas", pool.replicas},
+          {"tensor_parallel_size", pool.tp},
+          {"pipeline_parallel_size", pool.pp},
+          {"enable_expert_parallel", pool.expert_parallel},
+          {"data_parallel_attention", pool.dp_attention},
+          {"gpus", pool.replicas * pool.gpus_per_replica()},
+          {"max_num_seqs", e.max_num_seqs},
+          {"max_num_batched_tokens", e.max_num_batched_tokens},
+          {"enable_chunked_prefill", e.chunked_prefill},
+          {"block_size", e.block_size},
+          {"enable_prefix_caching", e.prefix_caching},
+          {"prefix_cache_hit_rate", e.prefix_cache_hit_rate},
+          {"iteration_overhead_s", e.iteration_overhead_s},
+          {"memory_per_gpu",
+           {{"weights_bytes", m.weight_bytes_per_gpu},
+            {"activations_bytes", m.activation_bytes_per_gpu},
+            {"runtime_bytes", m.reserve_bytes_per_gpu},
+            {"kv_cache_bytes", m.kv_bytes_per_gpu},
+            {"kv_bytes_per_token", m.kv_bytes_per_token_per_gpu}}},
+          {"kv_blocks_per_replica", m.kv_blocks},
+          {"kv_capacity_tokens_per_replica", m.kv_capacity_tokens}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& s, const ServeOutcome& outcome) {
+  const auto& scenario = plan.scenario();
+  nlohmann::json doc;
+  doc["schema"] = "fmsim.serve/1";
+  doc["scenario"] = {{"name", scenario.name}, {"file", scenario.file}};
+  doc["model"] = scenario.model.name;
+  doc["cluster"] = {{"instance_type", scenario.cluster.instance.name}, {"gpu", scenario.cluster.gpu.name}, {"nodes_used", s.nodes}, {"gpus", s.gpus}};
+  doc["precision"] = to_string(scenario.precision);
+  doc["kv_cache_bytes_per_element"] = scenario.kv_bytes_per_element;
+  doc["disaggregated"] = scenario.disaggregated();
+  doc["router"] = to_string(scenario.router);
+  nlohmann::json pools = nlohmann::json::array();
+  for (int p = 0; p < static_cast<int>(scenario.pools.size()); ++p) pools.push_back(pool_json(plan, p));
+  doc["pools"] = pools;
+  doc["requests"] = s.requests;
+  doc["completed"] = s.completed;
+  doc["duration_s"] = s.duration_s;
+  doc["requests_per_s"] = s.requests_per_s;
+  doc["input_tokens_per_s"] = s.input_tokens_per_s;
+  doc["output_tokens_per_s"] = s.output_tokens_per_s;
+  doc["output_tokens_per_s_per_gpu"] = s.output_tokens_per_s_per_gpu;
+  doc["ttft_s"] = to_json(s.ttft_s);
+  doc["tpot_s"] = to_json(s.tpot_s);
+  doc["e2e_latency_s"] = to_json(s.e2e_s);
+  if (scenario.disaggregated()) {
+    doc["kv_transfer_s"] = to_json(s.kv_transfer_s);
+    doc["kv_transfer_bytes"] = outcome.network_bytes;
+    doc["kv_transfer_flows"] = outcome.network_flows;
+  }
+  doc["mean_concurrency"] = s.mean_concurrency;
+  doc["slo"] = {{"ttft_s", optional_number(scenario.slo.ttft_s)},
+                {"tpot_s", optional_number(scenario.slo.tpot_s)},
+                {"e2e_s", optional_number(scenario.slo.e2e_s)},
+                {"percentile", scenario.slo.percentile}};
+  doc["slo_goodput"] = optional_number(s.slo_goodput);
+  doc["slo_goodput_requests_per_s"] = s.goodput_requests_per_s;
+  doc["slo_met"] = s.slo_met;
+  doc["kv_cache_utilization"] = {{"mean", s.kv_utilization_mean}, {"peak", s.kv_utilization_peak}};
+  doc["preemptions"] = s.preemptions;
+  doc["prefix_cached_fraction"] = s.prefix_cached_fraction;
+  doc["usd_per_hour"] = optional_number(s.usd_per_hour);
+  doc["usd_per_million_tokens"] = optional_number(s.usd_per_million_tokens);
+  nlohmann::json replicas = nlohmann::json::array();
+  for (const auto& r : outcome.replicas) {
+    replicas.push_back({{"pool", to_string(scenario.pools[static_cast<std::size_t>(r.pool)].role)},
+                        {"iterations", r.iterations},
+                        {"prefill_tokens", r.prefill_tokens},
+                        {"decode_tokens", r.decode_tokens},
+                        {"busy_fraction", s.duration_s > 0 ? r.busy_s / s.duration_s : 0.0},
+                        {"preemptions", r.preemptions}});
+  }
+  doc["replicas"] = replicas;
+  doc["resolved_scenario"] = scenario.resolved;
+  return doc;
+}
+
+std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
+  const auto& scenario = plan.scenario();
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%s: %s %s on %d x %s (%d GPUs), router %s\n", scenario.name.c_str(), scenario.model.name.c_str(),
+                to_string(scenario.precision).c_str(), s.nodes, scenario.cluster.instance.name.c_str(), s.gpus,
+                to_string(scenario.router).c_str());
+  out += line;
+  for (int p = 0; p < static_cast<int>(scenario.pools.size()); ++p) {
+    const PoolSpec& pool = scenario.pools[static_cast<std::size_t>(p)];
+    const ReplicaMemory& m = plan.model(p).memory();
+    std::snprintf(line, sizeof line, "  %-8s %d x (TP%d PP%d): weights %s, KV cache %s per GPU = %lld tokens per replica\n",
+                  to_string(pool.role).c_str(), pool.replicas, pool.tp, pool.pp, units::format_bytes(m.weight_bytes_per_gpu).c_str(),
+                  units::format_bytes(m.kv_bytes_per_gpu).c_str(), m.kv_capacity_tokens);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "\n%d/%d requests in %s: %.2f req/s, %.0f output tok/s (%.0f per GPU), %.0f input tok/s\n",
+                s.completed, s.requests, units::format_time(s.duration_s).c_str(), s.requests_per_s, s.output_tokens_per_s,
+                s.output_tokens_per_s_per_gpu, s.input_tokens_per_s);
+  out += line;
+  std::snprintf(line, sizeof line, "%-14s %10s %10s %10s %10s\n", "", "p50", "p90", "p99", "mean");
+  out += line;
+  auto row = [&](const char* name, const Percentiles& p) {
+    std::snprintf(line, sizeof line, "%-14s %10s %10s %10s %10s\n", name, units::format_time(p.p50).c_str(),
+                  units::format_time(p.p90).c_str(), units::format_time(p.p99).c_str(), units::format_time(p.mean).c_str());
+    out += line;
+  };
+  row("TTFT", s.ttft_s);
+  row("TPOT", s.tpot_s);
+  row("end-to-end", s.e2e_s);
+  if (scenario.disaggregated()) row("KV transfer", s.kv_transfer_s);
+  std::snprintf(line, sizeof line, "\nKV cache use %.0f%% mean, %.0f%% peak; %lld preemptions; %.1f requests in flight on average\n",
+                100 * s.kv_utilization_mean, 100 * s.kv_utilization_peak, s.preemptions, s.mean_concurrency);
+  out += line;
+  if (s.slo_goodput) {
+    std::snprintf(line, sizeof line, "SLO goodput %.1f%% of requests (%.2f req/s); p%g within the SLOs: %s\n", 100 * *s.slo_goodput,
+                  s.goodput_requests_per_s, scenario.slo.percentile, s.slo_met ? "yes" : "no");
+    out += line;
+  }
+  if (s.usd_per_million_tokens) {
+    std::snprintf(line, sizeof line, "cost %s per hour, %s per million output tokens\n", units::format_usd(*s.usd_per_hour).c_str(),
+                  units::format_usd(*s.usd_per_million_tokens).c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string timeline_json(const ServingPlan& plan, const ServeOutcome& outcome) {
+  nlohmann::json events = nlohmann::json::array();
+  const auto& scenario = plan.scenario();
+  for (std::size_t r = 0; r < plan.replicas().size(); ++r) {
+    const auto& role = to_string(scenario.pools[static_cast<std::size_t>(plan.replicas()[r].pool)].role);
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"args", {{"name", "replica " + std::to_string(r) + " (" + role + ")"}}}});
+  }
+  for (const auto& it : outcome.iterations) {
+    const char* name = it.prefill_tokens > 0 && it.decode_tokens > 0 ? "mixed" : it.prefill_tokens > 0 ? "prefill" : "decode";
+    events.push_back({{"name", name},
+                      {"ph", "X"},
+                      {"pid", it.replica},
+                      {"tid", 0},
+                      {"ts", it.start_s * 1e6},
+                      {"dur", (it.end_s - it.start_s) * 1e6},
+                      {"args", {{"prefill_tokens", it.prefill_tokens}, {"decode_tokens", it.decode_tokens},
+                                {"sequences", it.sequences}, {"kv_used_fraction", it.kv_used_fraction}}}});
+  }
+  for (const auto& t : outcome.transfers) {
+    events.push_back({{"name", "kv transfer"},
+                      {"ph", "X"},
+                      {"pid", t.decode_replica},
+                      {"tid", 1},
+                      {"ts", t.start_s * 1e6},
+                      {"dur", (t.end_s - t.start_s) * 1e6},
+                      {"args", {{"request", t.request}, {"from_replica", t.prefill_replica}, {"bytes", t.bytes}}}});
+  }
+  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() + "\n";
+}
+
+}  // namespace fmsim::inference

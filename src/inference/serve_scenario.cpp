@@ -1,0 +1,229 @@
+// Serving scenario files: reading, --set overrides, pools (unified or prefill/decode), workload, SLOs,
+// and the checks vLLM itself makes (TP dividing the attention heads and the KV heads, GPUs available).
+#include "fmsim/inference/serve_scenario.hpp"
+
+#include <cmath>
+
+#include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
+#include "fmsim/config/object_reader.hpp"
+#include "fmsim/inference/serving_constants.hpp"
+#include "fmsim/workload/scenario.hpp"
+
+namespace fmsim::inference {
+namespace {
+
+using nlohmann::json;
+using config::ObjectReader;
+
+/// Keys a pool may set, read from the "serving" object (defaults for both pools) and from a pool's own
+/// object; `base` holds the values already read.
+PoolSpec read_pool(ObjectReader& r, PoolSpec base) {
+  base.replicas = static_cast<int>(r.int_or("replicas", base.replicas, 1));
+  base.tp = static_cast<int>(r.int_or("tensor_parallel_size", base.tp, 1));
+  base.pp = static_cast<int>(r.int_or("pipeline_parallel_size", base.pp, 1));
+  base.expert_parallel = r.bool_or("enable_expert_parallel", base.expert_parallel);
+  base.dp_attention = r.bool_or("data_parallel_attention", base.dp_attention);
+  EngineOptions& e = base.engine;
+  e.max_num_seqs = static_cast<int>(r.int_or("max_num_seqs", e.max_num_seqs, 1));
+  e.max_num_batched_tokens = static_cast<int>(r.int_or("max_num_batched_tokens", e.max_num_batched_tokens, 1));
+  e.chunked_prefill = r.bool_or("enable_chunked_prefill", e.chunked_prefill);
+  e.block_size = static_cast<int>(r.int_or("block_size", e.block_size, 1));
+  e.gpu_memory_utilization = r.number_or("gpu_memory_utilization", e.gpu_memory_utilization, 0.0);
+  if (e.gpu_memory_utilization > 1.0) r.fail("gpu_memory_utilization", "a fraction in (0, 1]");
+  e.prefix_caching = r.bool_or("enable_prefix_caching", e.prefix_caching);
+  if (r.has("prefix_cache_hit_rate")) {
+    e.prefix_cache_hit_rate = r.number_or("prefix_cache_hit_rate", 0.0, -INFINITY);
+    if (e.prefix_cache_hit_rate < 0 || e.prefix_cache_hit_rate >= 1.0) r.fail("prefix_cache_hit_rate", "a fraction in [0, 1)");
+    if (!e.prefix_caching && e.prefix_cache_hit_rate > 0) {
+      r.fail("prefix_cache_hit_rate", "0 unless enable_prefix_caching is true");
+    }
+  }
+  e.iteration_overhead_s = r.quantity_or("iteration_overhead", units::Dimension::time, e.iteration_overhead_s);
+  if (e.max_num_batched_tokens < e.max_num_seqs) {
+    r.fail("max_num_batched_tokens", "at least max_num_seqs (" + std::to_string(e.max_num_seqs) +
+                                          "), as vLLM requires: every running sequence needs a token per iteration");
+  }
+  return base;
+}
+
+LengthSpec read_length(ObjectReader& parent, const std::string& key) {
+  const json& value = parent.required_value(key);
+  LengthSpec spec;
+  if (value.is_number_integer() && value.get<long long>() >= 1) {
+    spec.mean = static_cast<double>(value.get<long long>());
+    spec.min = spec.max = static_cast<int>(value.get<long long>());
+    return spec;
+  }
+  if (!value.is_object()) parent.fail(key, "a token count >= 1 or a distribution object {\"distribution\": \"fixed|uniform|lognormal\", ...}");
+  ObjectReader r(value, parent.file(), parent.path_of(key));
+  const std::string kind = r.choice_or("distribution", {"fixed", "uniform", "lognormal"}, "fixed");
+  if (kind == "uniform") {
+    spec.kind = LengthSpec::Kind::uniform;
+    spec.min = static_cast<int>(r.required_int("min", 1));
+    spec.max = static_cast<int>(r.required_int("max", spec.min));
+    spec.mean = 0.5 * (spec.min + spec.max);
+  } else {
+    spec.kind = kind == "fixed" ? LengthSpec::Kind::fixed : LengthSpec::Kind::lognormal;
+    spec.mean = static_cast<double>(r.required_int("mean", 1));
+    if (spec.kind == LengthSpec::Kind::lognormal) spec.sigma = r.required_number("sigma", 0.0);
+    spec.min = static_cast<int>(r.int_or("min", 1, 1));
+    spec.max = static_cast<int>(r.int_or("max", 0, 0));
+    if (spec.max > 0 && spec.max < spec.min) r.fail("max", "at least min (" + std::to_string(spec.min) + ")");
+  }
+  r.reject_unknown_keys();
+  return spec;
+}
+
+WorkloadSpec read_workload(ObjectReader& r, const std::filesystem::path& base_dir) {
+  WorkloadSpec w;
+  const std::string arrival = r.choice_or("arrival", {"offline", "poisson", "trace"}, "poisson");
+  w.seed = static_cast<std::uint64_t>(r.int_or("seed", 1, 0));
+  w.samples_per_prompt = static_cast<int>(r.int_or("samples_per_prompt", 1, 1));
+  if (arrival == "trace") {
+    w.arrival = WorkloadSpec::Arrival::trace;
+    std::filesystem::path trace = r.required_string("trace");
+    w.trace = trace.is_absolute() || !std::filesystem::exists(base_dir / trace) ? trace : base_dir / trace;
+    return w;
+  }
+  w.arrival = arrival == "offline" ? WorkloadSpec::Arrival::offline : WorkloadSpec::Arrival::poisson;
+  w.requests = static_cast<int>(r.required_int("requests", 1));
+  if (w.arrival == WorkloadSpec::Arrival::poisson) {
+    w.rate_per_s = r.required_quantity("rate", units::Dimension::request_rate);
+    if (!(w.rate_per_s > 0)) r.fail("rate", "an arrival rate above zero, like \"40/s\"");
+  }
+  w.input = read_length(r, "input_tokens");
+  w.output = read_length(r, "output_tokens");
+  return w;
+}
+
+SloSpec read_slo(ObjectReader& r) {
+  SloSpec slo;
+  slo.ttft_s = r.optional_quantity("ttft", units::Dimension::time);
+  slo.tpot_s = r.optional_quantity("tpot", units::Dimension::time);
+  slo.e2e_s = r.optional_quantity("e2e", units::Dimension::time);
+  slo.percentile = r.number_or("percentile", 99, 0.0);
+  if (slo.percentile > 100) r.fail("percentile", "a percentile in (0, 100]");
+  r.reject_unknown_keys();
+  return slo;
+}
+
+void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::string& where) {
+  const auto& m = s.model;
+  const std::string tp_text = "tensor_parallel_size = " + std::to_string(pool.tp);
+  if (m.heads % pool.tp != 0) {
+    throw InputError(where + ": " + tp_text + " does not divide the " + std::to_string(m.heads) + " attention heads of " + m.name);
+  }
+  if (!m.mla && !pool.dp_attention && m.kv_heads % pool.tp != 0 && pool.tp % m.kv_heads != 0) {
+    throw InputError(where + ": " + tp_text + " and the " + std::to_string(m.kv_heads) + " KV heads of " + m.name +
+                     ": one must divide the other (vLLM shards KV heads over TP ranks or replicates them)");
+  }
+  const int domain_gpus = s.cluster.gpus_per_node * s.cluster.nvlink_domain_nodes;
+  if (pool.tp > domain_gpus) {
+    throw InputError(where + ": " + tp_text + " is larger than an NVLink domain (" + std::to_string(domain_gpus) +
+                     " GPUs); use pipeline_parallel_size across nodes");
+  }
+  if (pool.pp > m.layers) throw InputError(where + ": pipeline_parallel_size exceeds the model's " + std::to_string(m.layers) + " layers");
+  if (pool.expert_parallel && !m.is_moe()) throw InputError(where + ": enable_expert_parallel needs a mixture-of-experts model; " + m.name + " is dense");
+  if (pool.expert_parallel && m.moe.experts % pool.tp != 0) {
+    throw InputError(where + ": expert parallel size " + std::to_string(pool.tp) + " does not divide the " +
+                     std::to_string(m.moe.experts) + " experts");
+  }
+}
+
+}  // namespace
+
+int ServeScenario::total_gpus() const {
+  int gpus = 0;
+  for (const auto& pool : pools) gpus += pool.replicas * pool.gpus_per_replica();
+  return gpus;
+}
+
+ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::vector<std::string>& sets,
+                                  const hardware::Catalog& catalog) {
+  config::JsonFile file = config::load_json_file(path);
+  if (!file.root.is_object()) throw InputError(file.path + ": expected a JSON object (a serving scenario)");
+  for (const char* key : {"cluster", "model"}) {
+    if (file.root.contains(key) && file.root[key].is_string()) file.root[key] = json{{"base", file.root[key]}};
+  }
+  for (const auto& assignment : sets) workload::apply_set(file.root, assignment);
+  const std::filesystem::path base_dir = path.parent_path();
+  ObjectReader root(file.root, file.path);
+  ServeScenario s;
+  s.file = file.path;
+  s.resolved = file.root;
+  root.optional_string("schema");
+  root.optional_string("description");
+  s.name = root.string_or("name", path.stem().string());
+  s.cluster = topology::cluster_from_json(workload::expand_cluster(root.required_value("cluster"), file.path, base_dir),
+                                          file.path + ": /cluster", "cluster", catalog);
+  s.model = workload::expand_model(root.required_value("model"), file.path, base_dir);
+
+  ObjectReader serving = root.required_object("serving");
+  const std::string precision = serving.choice_or("precision", {"bf16", "fp8", "fp4"}, "bf16");
+  s.precision = precision == "fp8" ? WeightPrecision::fp8 : precision == "fp4" ? WeightPrecision::fp4 : WeightPrecision::bf16;
+  if (s.precision == WeightPrecision::fp8 && s.cluster.gpu.fp8_dense_flops <= 0) {
+    serving.fail("precision", "bf16: the " + s.cluster.gpu.name + " has no FP8 tensor cores");
+  }
+  if (s.precision == WeightPrecision::fp4 && s.cluster.gpu.fp4_dense_flops <= 0) {
+    serving.fail("precision", "bf16 or fp8: FP4 needs Blackwell tensor cores, and the " + s.cluster.gpu.name + " has none");
+  }
+  const std::string kv_dtype = serving.choice_or("kv_cache_dtype", {"auto", "bf16", "fp8"}, "auto");
+  s.kv_bytes_per_element = kv_dtype == "fp8" ? 1.0 : 2.0;
+  s.router = serving.choice_or("router", {"round_robin", "least_outstanding"}, "least_outstanding") == "round_robin"
+                 ? RouterPolicy::round_robin
+                 : RouterPolicy::least_outstanding;
+  PoolSpec defaults;
+  defaults.engine.iteration_overhead_s = kDefaultIterationOverhead_s;
+  defaults = read_pool(serving, defaults);
+  if (auto disaggregation = serving.optional_object("disaggregation")) {
+    for (const char* role : {"prefill", "decode"}) {
+      ObjectReader pool_reader = disaggregation->required_object(role);
+      PoolSpec pool = read_pool(pool_reader, defaults);
+      pool.role = std::string(role) == "prefill" ? PoolRole::prefill : PoolRole::decode;
+      pool_reader.reject_unknown_keys();
+      validate_pool(pool, s, file.path + ": /serving/disaggregation/" + role);
+      s.pools.push_back(pool);
+    }
+    disaggregation->reject_unknown_keys();
+  } else {
+    validate_pool(defaults, s, file.path + ": /serving");
+    s.pools.push_back(defaults);
+  }
+  serving.reject_unknown_keys();
+
+  ObjectReader workload_reader = root.required_object("workload");
+  s.workload = read_workload(workload_reader, base_dir);
+  workload_reader.reject_unknown_keys();
+  if (auto slo = root.optional_object("slo")) s.slo = read_slo(*slo);
+  root.reject_unknown_keys();
+
+  if (s.total_gpus() > s.cluster.total_gpus()) {
+    throw InputError(file.path + ": the replicas need " + std::to_string(s.total_gpus()) + " GPUs and the cluster has " +
+                     std::to_string(s.cluster.total_gpus()) + " (" + std::to_string(s.cluster.nodes) + " x " +
+                     s.cluster.instance.name + "); add nodes or remove replicas");
+  }
+  return s;
+}
+
+std::string to_string(WeightPrecision precision) {
+  switch (precision) {
+    case WeightPrecision::bf16: return "bf16";
+    case WeightPrecision::fp8: return "fp8";
+    case WeightPrecision::fp4: return "fp4";
+  }
+  return "?";
+}
+
+std::string to_string(PoolRole role) {
+  switch (role) {
+    case PoolRole::unified: return "unified";
+    case PoolRole::prefill: return "prefill";
+    case PoolRole::decode: return "decode";
+  }
+  return "?";
+}
+
+std::string to_string(RouterPolicy policy) { return policy == RouterPolicy::round_robin ? "round_robin" : "least_outstanding"; }
+
+}  // namespace fmsim::inference
