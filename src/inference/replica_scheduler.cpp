@@ -60,7 +60,9 @@ std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::ve
     const bool prefill = s.in_prefill();
     const int tokens = prefill ? static_cast<int>(std::min<long long>(s.target - s.prefilled, budget)) : s.samples;
     if (tokens > budget) break;
-    const long long need = (prefill ? blocks_for(s, s.prefilled + tokens, 0) : blocks_for(s, s.prefilled, s.gen_kv + 1)) - s.blocks;
+    // (Under guaranteed_no_evict the blocks were all reserved at admission: nothing more is needed.)
+    const long long need = std::max<long long>(
+        0, (prefill ? blocks_for(s, s.prefilled + tokens, 0) : blocks_for(s, s.prefilled, s.gen_kv + 1)) - s.blocks);
     bool self_preempted = false;
     while (need > free_blocks_) {
       const int victim = running_.back();
@@ -97,7 +99,7 @@ std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::ve
     const long long remaining = s.target - s.prefilled;
     if (!options_.chunked_prefill && remaining > budget) break;
     const int tokens = static_cast<int>(std::min(remaining, budget));
-    const long long need = blocks_for(s, s.prefilled + tokens, 0) - s.blocks;
+    const long long need = (options_.guaranteed_no_evict ? blocks_for(s, s.target, s.output) : blocks_for(s, s.prefilled + tokens, 0)) - s.blocks;
     if (need > free_blocks_) break;
     waiting_.pop_front();
     free_blocks_ -= need;

@@ -122,6 +122,7 @@ nlohmann::json pool_json(const ServingPlan& plan, int index) {
           {"max_num_seqs", e.max_num_seqs},
           {"max_num_batched_tokens", e.max_num_batched_tokens},
           {"enable_chunked_prefill", e.chunked_prefill},
+          {"scheduler_policy", e.guaranteed_no_evict ? "guaranteed_no_evict" : "max_utilization"},
           {"block_size", e.block_size},
           {"enable_prefix_caching", e.prefix_caching},
           {"prefix_cache_hit_rate", e.prefix_cache_hit_rate},

@@ -28,6 +28,8 @@ PoolSpec read_pool(ObjectReader& r, PoolSpec base) {
   e.max_num_seqs = static_cast<int>(r.int_or("max_num_seqs", e.max_num_seqs, 1));
   e.max_num_batched_tokens = static_cast<int>(r.int_or("max_num_batched_tokens", e.max_num_batched_tokens, 1));
   e.chunked_prefill = r.bool_or("enable_chunked_prefill", e.chunked_prefill);
+  e.guaranteed_no_evict = r.choice_or("scheduler_policy", {"max_utilization", "guaranteed_no_evict"},
+                                      e.guaranteed_no_evict ? "guaranteed_no_evict" : "max_utilization") == "guaranteed_no_evict";
   e.block_size = static_cast<int>(r.int_or("block_size", e.block_size, 1));
   e.gpu_memory_utilization = r.number_or("gpu_memory_utilization", e.gpu_memory_utilization, 0.0);
   if (e.gpu_memory_utilization > 1.0) r.fail("gpu_memory_utilization", "a fraction in (0, 1]");

@@ -25,6 +25,9 @@ struct EngineOptions {
   int max_num_seqs = 256;                  ///< sequences in the running batch
   int max_num_batched_tokens = 8192;       ///< tokens one iteration may process
   bool chunked_prefill = true;             ///< split long prompts over iterations
+  /// Admission: vLLM's "max_utilization" (blocks as needed, preempt when out) or TensorRT-LLM's default
+  /// "guaranteed_no_evict" (a request is admitted only with blocks for its whole output reserved).
+  bool guaranteed_no_evict = false;
   int block_size = 16;                     ///< tokens per KV block
   double gpu_memory_utilization = 0.90;    ///< fraction of HBM the engine may use
   bool prefix_caching = false;
