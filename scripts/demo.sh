@@ -23,4 +23,10 @@ echo
 echo "== fmsim checkpoint configs/training/llama3.1-405b-p5-2048.json"
 "$fmsim" checkpoint configs/training/llama3.1-405b-p5-2048.json --json "$out/llama3.1-405b-checkpoint.json"
 echo
-echo "(JSON, DOT and a Perfetto time line written to $out)"
+echo "== fmsim serve configs/serving/llama3.3-70b-p5en.json"
+"$fmsim" serve configs/serving/llama3.3-70b-p5en.json --json "$out/llama3.3-70b-serve.json"
+echo
+echo "== fmsim serve configs/serving/llama3.3-70b-p5en-disaggregated.json"
+"$fmsim" serve configs/serving/llama3.3-70b-p5en-disaggregated.json --timeline "$out/llama3.3-70b-serve-timeline.json"
+echo
+echo "(JSON, DOT and Perfetto time lines written to $out)"
