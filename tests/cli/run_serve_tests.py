@@ -226,6 +226,18 @@ def generated_lengths_follow_their_distribution():
 
 
 @test
+def routers_spread_requests():
+    workload = {"arrival": "poisson", "rate": "20/s", "requests": 400, "input_tokens": 1000, "output_tokens": 50}
+    serving = {"precision": "bf16", "replicas": 4, "tensor_parallel_size": 1, "router": "round_robin"}
+    rr = serve(scenario("rr", serving, workload))
+    assert [r["prefill_tokens"] for r in rr["replicas"]] == [100 * 1000] * 4, rr["replicas"]
+    serving["router"] = "least_outstanding"
+    lo = serve(scenario("lo", serving, workload))
+    assert sum(r["prefill_tokens"] for r in lo["replicas"]) == 400 * 1000
+    assert lo["completed"] == 400
+
+
+@test
 def deterministic_under_a_seed():
     a, b = serve(SCENARIO), serve(SCENARIO)
     for key in ("ttft_s", "tpot_s", "e2e_latency_s", "output_tokens_per_s", "preemptions"):
