@@ -13,12 +13,13 @@ Each row becomes an offline scenario (all requests queued at t = 0) on the syste
 Prints a table and the mean absolute error; --markdown FILE writes the table for docs/validation.md,
 --json FILE the raw rows.
 Usage: benchmarks/calibration/validate_serving.py [--fmsim build/fmsim] [--measurements PATH]"""
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
+
+from calibration_support import arguments
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 P5 = os.path.join(ROOT, "topologies", "p5-2node.json")
@@ -70,14 +71,7 @@ def predict(fmsim, scenario):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fmsim", default=os.path.join(ROOT, "build", "fmsim"))
-    parser.add_argument("--measurements", default=os.path.join(ROOT, "..", "shared", "calibration", "measurements.json"))
-    parser.add_argument("--markdown")
-    parser.add_argument("--json")
-    args = parser.parse_args()
-    with open(args.measurements) as f:
-        measurements = json.load(f)
+    args, measurements = arguments(__doc__)
     results = []
     for case in measurements:
         if case["category"] != "inference":

@@ -6,12 +6,13 @@ DGX H100 nodes with NDR InfiniBand, the system the rows were measured on); fmsim
 tokens/s/GPU and model TFLOP/s/GPU. Prints a table and the mean absolute error; --markdown FILE writes
 the table for docs/validation.md, --json FILE the raw rows.
 Usage: benchmarks/calibration/validate_training.py [--fmsim build/fmsim] [--measurements PATH]"""
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
+
+from calibration_support import arguments
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -69,14 +70,7 @@ def scenario_of(row):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fmsim", default=os.path.join(ROOT, "build", "fmsim"))
-    parser.add_argument("--measurements", default=os.path.join(ROOT, "..", "shared", "calibration", "measurements.json"))
-    parser.add_argument("--markdown")
-    parser.add_argument("--json")
-    args = parser.parse_args()
-    with open(args.measurements) as f:
-        measurements = json.load(f)
+    args, measurements = arguments(__doc__)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for case_id, row in rows_of(measurements):

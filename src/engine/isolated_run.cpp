@@ -9,6 +9,7 @@
 #include "fmsim/common/error.hpp"
 #include "fmsim/engine/flow_driver.hpp"
 #include "fmsim/engine/network_sim.hpp"
+#include "fmsim/engine/result_bytes.hpp"
 #include "fmsim/engine/task_graph.hpp"
 
 namespace fmsim::engine {
@@ -68,43 +69,21 @@ std::string run_isolated(const std::function<std::string()>& work) {
   return payload.substr(1);
 }
 
-namespace {
-
-void append_doubles(std::string& out, const std::vector<double>& values) {
-  const std::uint64_t count = values.size();
-  out.append(reinterpret_cast<const char*>(&count), sizeof count);
-  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
-}
-
-std::vector<double> take_doubles(const std::string& in, std::size_t& offset) {
-  std::uint64_t count = 0;
-  if (offset + sizeof count > in.size()) throw InternalError("engine: truncated simulation result");
-  std::memcpy(&count, in.data() + offset, sizeof count);
-  offset += sizeof count;
-  if (offset + count * sizeof(double) > in.size()) throw InternalError("engine: truncated simulation result");
-  std::vector<double> values(count);
-  std::memcpy(values.data(), in.data() + offset, count * sizeof(double));
-  offset += count * sizeof(double);
-  return values;
-}
-
-}  // namespace
-
 SimStats simulate_in_child(const SimPlatform& platform, const std::vector<SimJob>& jobs) {
   std::string payload = run_isolated([&] {
     SimStats stats = simulate(platform, jobs);
     std::string out;
-    append_doubles(out, {stats.bytes_sent, stats.bytes_received, static_cast<double>(stats.messages)});
-    append_doubles(out, stats.durations_s);
+    append_values<double>(out, {stats.bytes_sent, stats.bytes_received, static_cast<double>(stats.messages)});
+    append_values<double>(out, stats.durations_s);
     return out;
   });
   std::size_t offset = 0;
-  auto header = take_doubles(payload, offset);
+  auto header = take_values<double>(payload, offset);
   SimStats stats;
   stats.bytes_sent = header.at(0);
   stats.bytes_received = header.at(1);
   stats.messages = static_cast<long long>(header.at(2));
-  stats.durations_s = take_doubles(payload, offset);
+  stats.durations_s = take_values<double>(payload, offset);
   if (stats.durations_s.size() != jobs.size()) throw InternalError("engine: simulation returned the wrong number of results");
   return stats;
 }
@@ -113,20 +92,20 @@ TaskTimes simulate_tasks_in_child(const SimPlatform& platform, const SimTaskGrap
   std::string payload = run_isolated([&] {
     TaskTimes times = simulate_tasks(platform, graph);
     std::string out;
-    append_doubles(out, {times.makespan_s, static_cast<double>(times.flows)});
-    append_doubles(out, times.start_s);
-    append_doubles(out, times.end_s);
-    append_doubles(out, times.link_bytes);
+    append_values<double>(out, {times.makespan_s, static_cast<double>(times.flows)});
+    append_values<double>(out, times.start_s);
+    append_values<double>(out, times.end_s);
+    append_values<double>(out, times.link_bytes);
     return out;
   });
   std::size_t offset = 0;
-  auto header = take_doubles(payload, offset);
+  auto header = take_values<double>(payload, offset);
   TaskTimes times;
   times.makespan_s = header.at(0);
   times.flows = static_cast<long long>(header.at(1));
-  times.start_s = take_doubles(payload, offset);
-  times.end_s = take_doubles(payload, offset);
-  times.link_bytes = take_doubles(payload, offset);
+  times.start_s = take_values<double>(payload, offset);
+  times.end_s = take_values<double>(payload, offset);
+  times.link_bytes = take_values<double>(payload, offset);
   return times;
 }
 

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <queue>
@@ -13,6 +12,7 @@
 #include "fmsim/collectives/tuning.hpp"
 #include "fmsim/common/error.hpp"
 #include "fmsim/engine/flow_driver.hpp"
+#include "fmsim/engine/result_bytes.hpp"
 #include "replica_scheduler.hpp"
 
 namespace fmsim::inference {
@@ -345,49 +345,29 @@ class ServingSimulation final : public engine::FlowDriver {
   ServeOutcome outcome_;
 };
 
-// ---- outcome through the fork pipe: plain structs, copied as bytes (same binary on both ends) ----
-
-template <typename T>
-void put(std::string& out, const std::vector<T>& values) {
-  const std::uint64_t count = values.size();
-  out.append(reinterpret_cast<const char*>(&count), sizeof count);
-  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
-}
-
-template <typename T>
-std::vector<T> take(const std::string& in, std::size_t& offset) {
-  std::uint64_t count = 0;
-  if (offset + sizeof count > in.size()) throw InternalError("inference: truncated simulation result");
-  std::memcpy(&count, in.data() + offset, sizeof count);
-  offset += sizeof count;
-  if (offset + count * sizeof(T) > in.size()) throw InternalError("inference: truncated simulation result");
-  std::vector<T> values(count);
-  std::memcpy(static_cast<void*>(values.data()), in.data() + offset, count * sizeof(T));
-  offset += count * sizeof(T);
-  return values;
-}
+// The outcome crosses the fork pipe as plain structs (engine/result_bytes.hpp).
 
 std::string serialize(const ServeOutcome& o) {
   std::string out;
-  put(out, std::vector<double>{o.end_s, static_cast<double>(o.network_flows), o.network_bytes});
-  put(out, o.requests);
-  put(out, o.replicas);
-  put(out, o.iterations);
-  put(out, o.transfers);
+  engine::append_values(out, std::vector<double>{o.end_s, static_cast<double>(o.network_flows), o.network_bytes});
+  engine::append_values(out, o.requests);
+  engine::append_values(out, o.replicas);
+  engine::append_values(out, o.iterations);
+  engine::append_values(out, o.transfers);
   return out;
 }
 
 ServeOutcome deserialize(const std::string& in) {
   std::size_t offset = 0;
   ServeOutcome o;
-  auto header = take<double>(in, offset);
+  auto header = engine::take_values<double>(in, offset);
   o.end_s = header.at(0);
   o.network_flows = static_cast<long long>(header.at(1));
   o.network_bytes = header.at(2);
-  o.requests = take<RequestOutcome>(in, offset);
-  o.replicas = take<ReplicaStats>(in, offset);
-  o.iterations = take<IterationRecord>(in, offset);
-  o.transfers = take<TransferRecord>(in, offset);
+  o.requests = engine::take_values<RequestOutcome>(in, offset);
+  o.replicas = engine::take_values<ReplicaStats>(in, offset);
+  o.iterations = engine::take_values<IterationRecord>(in, offset);
+  o.transfers = engine::take_values<TransferRecord>(in, offset);
   return o;
 }
 
