@@ -15,12 +15,9 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 ReplicaScheduler::ReplicaScheduler(const ReplicaModel& model)
     : model_(model), options_(model.pool().engine), total_blocks_(model.memory().kv_blocks), free_blocks_(total_blocks_) {}
 
-long long ReplicaScheduler::blocks_for(const SeqState& s, long long prefilled, int gen_kv) const {
-  const long long block = options_.block_size;
-  // One sample: its tokens follow the prompt in the same blocks. Several: the prompt's blocks are
-  // shared and each sample has its own blocks for what it generates.
-  if (s.samples == 1) return ceil_div(prefilled + gen_kv, block);
-  return ceil_div(prefilled, block) + s.samples * ceil_div(gen_kv, block);
+long long kv_blocks_for(int samples, int block_size, long long prefilled, long long gen_kv) {
+  if (samples == 1) return ceil_div(prefilled + gen_kv, block_size);
+  return ceil_div(prefilled, block_size) + samples * ceil_div(gen_kv, block_size);
 }
 
 void ReplicaScheduler::preempt(SeqState& s) {

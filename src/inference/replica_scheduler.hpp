@@ -27,6 +27,11 @@ struct SeqState {
   bool in_prefill() const { return prefilled < target; }
 };
 
+/// KV blocks of a sequence of `samples` with `prefilled` prompt tokens and `gen_kv` generated tokens per
+/// sample in KV. One sample: its tokens follow the prompt in the same blocks. Several: the prompt's
+/// blocks are shared and each sample has its own blocks for what it generates.
+long long kv_blocks_for(int samples, int block_size, long long prefilled, long long gen_kv);
+
 struct ScheduledSeq {
   int seq = 0;
   int tokens = 0;
@@ -37,8 +42,9 @@ class ReplicaScheduler {
  public:
   explicit ReplicaScheduler(const ReplicaModel& model);
 
-  /// Blocks a sequence needs with `prefilled` prompt tokens and `gen_kv` generated tokens per sample in KV.
-  long long blocks_for(const SeqState& s, long long prefilled, int gen_kv) const;
+  long long blocks_for(const SeqState& s, long long prefilled, long long gen_kv) const {
+    return kv_blocks_for(s.samples, options_.block_size, prefilled, gen_kv);
+  }
 
   /// Fills `batch` and `shape` for the next iteration; returns the sequences it preempted.
   std::vector<int> schedule(std::vector<SeqState>& seqs, std::vector<ScheduledSeq>& batch, BatchShape& shape);

@@ -42,7 +42,7 @@ struct Transfer {
 class ServingSimulation final : public engine::FlowDriver {
  public:
   ServingSimulation(const ServingPlan& plan, const std::vector<Request>& requests, bool timeline)
-      : plan_(plan), requests_(requests), timeline_(timeline) {
+      : plan_(plan), timeline_(timeline) {
     const auto& scenario = plan.scenario();
     for (std::size_t r = 0; r < plan.replicas().size(); ++r) {
       const int pool = plan.replicas()[r].pool;
@@ -170,11 +170,9 @@ class ServingSimulation final : public engine::FlowDriver {
     for (int p = 0; p < static_cast<int>(scenario.pools.size()); ++p) {
       const ReplicaModel& model = plan_.model(p);
       const auto& engine = model.pool().engine;
-      SeqState probe;
-      probe.samples = request.samples;
       const long long tokens_at_end = request.input_tokens + static_cast<long long>(request.samples) * request.output_tokens;
       const int decode_part = scenario.pools[static_cast<std::size_t>(p)].role == PoolRole::prefill ? 0 : request.output_tokens;
-      const long long blocks = ReplicaScheduler(model).blocks_for(probe, request.input_tokens, decode_part);
+      const long long blocks = kv_blocks_for(request.samples, engine.block_size, request.input_tokens, decode_part);
       if (blocks > model.memory().kv_blocks) {
         throw InputError(scenario.file + ": request " + std::to_string(request.id) + " needs " + std::to_string(tokens_at_end) +
                          " tokens of KV cache and a " + to_string(model.pool().role) + " replica holds " +
@@ -328,7 +326,6 @@ class ServingSimulation final : public engine::FlowDriver {
   }
 
   const ServingPlan& plan_;
-  const std::vector<Request>& requests_;
   bool timeline_ = false;
   std::vector<ReplicaScheduler> schedulers_;
   std::vector<ReplicaRuntime> replicas_;
