@@ -28,5 +28,6 @@ void register_run(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_trace(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_checkpoint(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_serve(CLI::App& app, const GlobalOptions& globals, Action& action);
+void register_check(CLI::App& app, const GlobalOptions& globals, Action& action);
 
 }  // namespace fmsim::cli

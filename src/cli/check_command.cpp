@@ -1,0 +1,104 @@
+// fmsim check PLAN_OR_DIR... [--junit FILE] [--baseline DIR] [--update-baseline]
+// Runs each capacity plan's scenario (fmsim run, serve or checkpoint in a child process), judges its
+// expectations, prints expected vs predicted, writes JUnit XML; exit 0 when all hold, 1 when any fails.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "child_process.hpp"
+#include "fmsim/cli/commands.hpp"
+#include "fmsim/cli/output_file.hpp"
+#include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
+#include "fmsim/report/capacity_plan.hpp"
+
+namespace fmsim::cli {
+namespace {
+
+struct CheckOptions {
+  std::vector<std::string> plans;
+  std::string junit_file, baseline_dir;
+  bool update_baseline = false;
+};
+
+nlohmann::json run_plan(const GlobalOptions& globals, const report::CapacityPlan& plan) {
+  std::vector<std::string> arguments;
+  if (!globals.catalog_dir.empty()) arguments = {"--catalog", globals.catalog_dir};
+  arguments.insert(arguments.end(), {plan.command, plan.scenario.string(), "--json", "-"});
+  for (const auto& assignment : plan.sets) arguments.insert(arguments.end(), {"--set", assignment});
+  const ChildResult child = run_fmsim(arguments);
+  if (child.exit_code == 2) {
+    std::string message = last_line(child.err);
+    const std::string prefix = "fmsim: error: ";
+    if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
+    throw InputError(plan.file + ": " + message);
+  }
+  if (child.exit_code != 0) {
+    throw InternalError(plan.file + ": fmsim " + plan.command + " failed (exit " + std::to_string(child.exit_code) + "): " + last_line(child.err));
+  }
+  nlohmann::json result = nlohmann::json::parse(child.out, nullptr, false);
+  if (result.is_discarded()) throw InternalError(plan.file + ": fmsim " + plan.command + " printed no JSON document");
+  return result;
+}
+
+std::string table(const std::vector<std::pair<report::CapacityPlan, std::vector<report::Verdict>>>& results) {
+  std::string out;
+  char line[1024];
+  std::snprintf(line, sizeof line, "%-28s %-28s %-22s %-14s %s\n", "plan", "metric", "expected", "predicted", "verdict");
+  out += line;
+  for (const auto& [plan, verdicts] : results) {
+    for (const auto& v : verdicts) {
+      std::snprintf(line, sizeof line, "%-28s %-28s %-22s %-14s %s\n", plan.name.c_str(), v.metric.c_str(), v.expected.c_str(),
+                    v.predicted.c_str(), v.passed ? "ok" : "FAIL");
+      out += line;
+      if (!v.passed) out += "    " + v.message + "\n";
+    }
+  }
+  return out;
+}
+
+int run_check(const GlobalOptions& globals, const CheckOptions& o) {
+  if (o.update_baseline && o.baseline_dir.empty()) throw InputError("--update-baseline needs --baseline DIR");
+  std::vector<report::CapacityPlan> plans;
+  for (const auto& file : report::plan_files(o.plans)) plans.push_back(report::load_plan(file));
+  std::vector<std::pair<report::CapacityPlan, std::vector<report::Verdict>>> results;
+  int failed = 0;
+  for (const auto& plan : plans) {
+    spdlog::info("{}: fmsim {} {}", plan.file, plan.command, plan.scenario.string());
+    const nlohmann::json result = run_plan(globals, plan);
+    const std::filesystem::path baseline_file =
+        o.baseline_dir.empty() ? std::filesystem::path() : std::filesystem::path(o.baseline_dir) / std::filesystem::path(plan.file).filename();
+    std::optional<nlohmann::json> baseline;
+    if (!o.baseline_dir.empty() && !o.update_baseline && std::filesystem::exists(baseline_file)) {
+      baseline = config::load_json_file(baseline_file).root;
+    }
+    auto verdicts = report::judge(plan, result, baseline ? &*baseline : nullptr);
+    for (const auto& v : verdicts) failed += v.passed ? 0 : 1;
+    if (o.update_baseline) {
+      std::filesystem::create_directories(o.baseline_dir);
+      write_output(baseline_file.string(), result.dump(1) + "\n");
+    }
+    results.emplace_back(plan, std::move(verdicts));
+  }
+  write_output("-", table(results));
+  if (!o.junit_file.empty()) write_output(o.junit_file, report::junit_xml(results));
+  std::printf("%s\n", failed == 0 ? "all expectations hold" : (std::to_string(failed) + " expectation(s) failed").c_str());
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void register_check(CLI::App& app, const GlobalOptions& globals, Action& action) {
+  auto o = std::make_shared<CheckOptions>();
+  CLI::App* sub = app.add_subcommand("check", "judge capacity plans (expected vs predicted); exit 1 when any regresses");
+  sub->add_option("plans", o->plans, "plan files or directories of them (configs/plans/)")->required();
+  sub->add_option("--junit", o->junit_file, "write JUnit XML (a testsuite per plan, a testcase per expectation)");
+  sub->add_option("--baseline", o->baseline_dir, "directory of earlier results (one per plan file): a metric that moved the wrong way fails");
+  sub->add_flag("--update-baseline", o->update_baseline, "store this run's results in --baseline DIR instead of comparing");
+  sub->callback([&globals, o, &action] { action = [&globals, o] { return run_check(globals, *o); }; });
+}
+
+}  // namespace fmsim::cli
