@@ -30,14 +30,9 @@ nlohmann::json run_plan(const GlobalOptions& globals, const report::CapacityPlan
   arguments.insert(arguments.end(), {plan.command, plan.scenario.string(), "--json", "-"});
   for (const auto& assignment : plan.sets) arguments.insert(arguments.end(), {"--set", assignment});
   const ChildResult child = run_fmsim(arguments);
-  if (child.exit_code == 2) {
-    std::string message = last_line(child.err);
-    const std::string prefix = "fmsim: error: ";
-    if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
-    throw InputError(plan.file + ": " + message);
-  }
+  if (child.exit_code == 2) throw InputError(plan.file + ": " + error_message(child));
   if (child.exit_code != 0) {
-    throw InternalError(plan.file + ": fmsim " + plan.command + " failed (exit " + std::to_string(child.exit_code) + "): " + last_line(child.err));
+    throw InternalError(plan.file + ": fmsim " + plan.command + " failed (exit " + std::to_string(child.exit_code) + "): " + error_message(child));
   }
   nlohmann::json result = nlohmann::json::parse(child.out, nullptr, false);
   if (result.is_discarded()) throw InternalError(plan.file + ": fmsim " + plan.command + " printed no JSON document");

@@ -65,11 +65,16 @@ ChildResult run_fmsim(const std::vector<std::string>& arguments) {
   return result;
 }
 
-std::string last_line(const std::string& text) {
-  std::size_t end = text.find_last_not_of("\n\r ");
-  if (end == std::string::npos) return "";
-  const std::size_t start = text.rfind('\n', end);
-  return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+std::string error_message(const ChildResult& child) {
+  const std::string& text = child.err;
+  const std::size_t end = text.find_last_not_of("\n\r ");
+  if (end == std::string::npos) return "exit code " + std::to_string(child.exit_code) + ", nothing on stderr";
+  const std::size_t newline = text.rfind('\n', end);
+  const std::size_t start = newline == std::string::npos ? 0 : newline + 1;
+  std::string line = text.substr(start, end - start + 1);
+  const std::string prefix = "fmsim: error: ";
+  if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
+  return line;
 }
 
 }  // namespace fmsim::cli

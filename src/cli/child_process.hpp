@@ -15,7 +15,7 @@ struct ChildResult {
 /// Runs `fmsim ARGS...` (the running executable) and waits for it. Throws InternalError when it cannot start.
 ChildResult run_fmsim(const std::vector<std::string>& arguments);
 
-/// The last non-empty line of a child's stderr (its one-line error message).
-std::string last_line(const std::string& text);
+/// A failed child's one-line error message: the last line of its stderr, without the "fmsim: error: " prefix.
+std::string error_message(const ChildResult& child);
 
 }  // namespace fmsim::cli

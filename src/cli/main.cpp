@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   fmsim::cli::register_checkpoint(app, globals, action);
   fmsim::cli::register_serve(app, globals, action);
   fmsim::cli::register_check(app, globals, action);
+  fmsim::cli::register_sweep(app, globals, action);
 
   try {
     app.parse(argc, argv);

@@ -29,5 +29,6 @@ void register_trace(CLI::App& app, const GlobalOptions& globals, Action& action)
 void register_checkpoint(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_serve(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_check(CLI::App& app, const GlobalOptions& globals, Action& action);
+void register_sweep(CLI::App& app, const GlobalOptions& globals, Action& action);
 
 }  // namespace fmsim::cli

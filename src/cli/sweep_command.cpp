@@ -1,0 +1,213 @@
+// fmsim sweep SWEEP.json [--shard-index I --shard-count N] [--out FILE.jsonl] [--jobs N]
+// fmsim merge SHARD.jsonl... [--out FILE.jsonl]
+// A sweep evaluates every point of its grid/list (this shard's share) in child processes, --jobs at a
+// time, appending one JSON line per point; a rerun with the same --out resumes where it stopped.
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <optional>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "child_process.hpp"
+#include "fmsim/cli/commands.hpp"
+#include "fmsim/cli/output_file.hpp"
+#include "fmsim/common/error.hpp"
+#include "fmsim/report/sweep_spec.hpp"
+
+namespace fmsim::cli {
+namespace {
+
+struct SweepOptions {
+  std::string sweep_file, out_file = "-";
+  int shard_index = -1, shard_count = -1, jobs = 0;
+};
+
+struct MergeOptions {
+  std::vector<std::string> inputs;
+  std::string out_file = "-";
+};
+
+std::optional<int> env_int(const char* name) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return std::nullopt;
+  try {
+    return std::stoi(text);
+  } catch (const std::exception&) {
+    throw InputError(std::string("$") + name + " = '" + text + "': expected an integer");
+  }
+}
+
+/// --shard-index/--shard-count, else Slurm job arrays, else Kubernetes Indexed Jobs (count explicit).
+std::pair<int, int> shard_of(const SweepOptions& o) {
+  int index = o.shard_index, count = o.shard_count;
+  if (index < 0) {
+    if (auto slurm = env_int("SLURM_ARRAY_TASK_ID")) {
+      index = *slurm - env_int("SLURM_ARRAY_TASK_MIN").value_or(0);
+      if (count < 0) count = env_int("SLURM_ARRAY_TASK_COUNT").value_or(-1);
+    } else if (auto k8s = env_int("JOB_COMPLETION_INDEX")) {
+      index = *k8s;
+      if (count < 0) throw InputError("$JOB_COMPLETION_INDEX is set: give the number of shards with --shard-count (the Job's completions)");
+    }
+  }
+  if (index < 0 && count < 0) return {0, 1};
+  if (count < 1) throw InputError("--shard-index " + std::to_string(index) + " needs --shard-count N >= 1");
+  if (index < 0 || index >= count) {
+    throw InputError("--shard-index " + std::to_string(index) + ": expected 0 <= index < --shard-count " + std::to_string(count));
+  }
+  return {index, count};
+}
+
+/// Indices already in a shard's output; a last line cut short by a kill is dropped from the file.
+std::set<std::size_t> resume_from(const std::string& path) {
+  std::set<std::size_t> done;
+  std::ifstream in(path);
+  if (!in) return done;
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
+    if (doc.is_discarded() || !doc.contains("index")) break;  // a partial line: everything after it is redone
+    done.insert(doc["index"].get<std::size_t>());
+    kept += line + "\n";
+  }
+  in.close();
+  std::ofstream(path, std::ios::trunc) << kept;
+  return done;
+}
+
+std::string duration_text(double seconds) {
+  char text[32];
+  if (seconds < 120) std::snprintf(text, sizeof text, "%.0fs", seconds);
+  else std::snprintf(text, sizeof text, "%.0fm%02.0fs", std::floor(seconds / 60), std::fmod(seconds, 60));
+  return text;
+}
+
+int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
+  const report::SweepSpec spec = report::load_sweep(o.sweep_file);
+  const auto [shard_index, shard_count] = shard_of(o);
+  std::set<std::size_t> done;
+  if (o.out_file != "-") done = resume_from(o.out_file);
+  std::vector<std::size_t> todo;
+  std::size_t mine = 0;
+  for (std::size_t i = 0; i < spec.points.size(); ++i) {
+    if (!report::in_shard(i, shard_index, shard_count)) continue;
+    ++mine;
+    if (!done.count(i)) todo.push_back(i);
+  }
+  const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  spdlog::info("sweep {}: shard {}/{}: {} of {} points, {} already done, {} jobs", spec.name, shard_index, shard_count, mine,
+               spec.points.size(), mine - todo.size(), jobs);
+  std::ofstream file;
+  if (o.out_file != "-") {
+    file.open(o.out_file, std::ios::app);
+    if (!file) throw InputError(o.out_file + ": cannot open for writing (does the directory exist?)");
+  }
+  std::ostream& out = o.out_file == "-" ? std::cout : file;
+  std::mutex lock;
+  std::atomic<std::size_t> next{0};
+  std::size_t finished = 0, invalid = 0;
+  std::string failure;
+  const auto start = std::chrono::steady_clock::now();
+  auto last_report = start;
+  auto worker = [&] {
+    while (true) {
+      const std::size_t k = next++;
+      if (k >= todo.size()) return;
+      const std::size_t index = todo[k];
+      const nlohmann::json& point = spec.points[index];
+      std::vector<std::string> arguments;
+      if (!globals.catalog_dir.empty()) arguments = {"--catalog", globals.catalog_dir};
+      arguments.insert(arguments.end(), {spec.command, spec.scenario.string(), "--json", "-"});
+      for (const auto& assignment : spec.sets) arguments.insert(arguments.end(), {"--set", assignment});
+      for (const auto& assignment : report::point_assignments(point)) arguments.insert(arguments.end(), {"--set", assignment});
+      const ChildResult child = run_fmsim(arguments);
+      nlohmann::json line{{"index", index}, {"point", point}};
+      if (child.exit_code == 0) {
+        line["status"] = "ok";
+        line["result"] = nlohmann::json::parse(child.out, nullptr, false);
+      } else {
+        line["status"] = child.exit_code == 2 ? "invalid" : "error";
+        line["reason"] = error_message(child);
+      }
+      std::lock_guard<std::mutex> guard(lock);
+      if (child.exit_code != 0 && child.exit_code != 2 && failure.empty()) failure = line["reason"].get<std::string>();
+      out << line.dump() << "\n" << std::flush;
+      ++finished;
+      invalid += child.exit_code == 0 ? 0 : 1;
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_report > std::chrono::seconds(2) || finished == todo.size()) {
+        last_report = now;
+        const double elapsed = std::chrono::duration<double>(now - start).count();
+        const double rate = finished / std::max(elapsed, 1e-9);
+        spdlog::info("sweep: {}/{} points ({} invalid), {:.1f} points/s, ETA {}", finished + (mine - todo.size()), mine, invalid, rate,
+                     duration_text((todo.size() - finished) / rate));
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int j = 0; j < std::min<int>(jobs, static_cast<int>(todo.size())); ++j) threads.emplace_back(worker);
+  for (auto& thread : threads) thread.join();
+  if (!failure.empty()) throw InternalError("a sweep point failed inside fmsim: " + failure);
+  return 0;
+}
+
+int run_merge(const MergeOptions& o) {
+  std::map<std::size_t, std::string> lines;
+  for (const auto& input : o.inputs) {
+    std::ifstream in(input);
+    if (!in) throw InputError(input + ": cannot open file for reading");
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line)) {
+      ++number;
+      if (line.empty()) continue;
+      nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
+      if (doc.is_discarded() || !doc.contains("index") || !doc["index"].is_number_unsigned()) {
+        throw InputError(input + ":" + std::to_string(number) + ": expected a sweep line (JSON with an \"index\")");
+      }
+      lines.emplace(doc["index"].get<std::size_t>(), doc.dump());
+    }
+  }
+  std::string text;
+  std::size_t expected = 0, gaps = 0;
+  for (const auto& [index, line] : lines) {
+    gaps += index - expected;
+    expected = index + 1;
+    text += line + "\n";
+  }
+  if (gaps > 0) spdlog::warn("merge: {} points missing between 0 and {} (a shard not run or not finished?)", gaps, expected - 1);
+  spdlog::info("merge: {} points from {} files", lines.size(), o.inputs.size());
+  write_output(o.out_file, text);
+  return 0;
+}
+
+}  // namespace
+
+void register_sweep(CLI::App& app, const GlobalOptions& globals, Action& action) {
+  auto o = std::make_shared<SweepOptions>();
+  CLI::App* sub = app.add_subcommand("sweep", "evaluate a grid of scenario variants (sharded, resumable, parallel), one JSON line per point");
+  sub->add_option("sweep", o->sweep_file, "sweep file (docs/formats.md)")->required();
+  sub->add_option("--shard-index", o->shard_index, "this shard (default: $SLURM_ARRAY_TASK_ID or $JOB_COMPLETION_INDEX, else 0)");
+  sub->add_option("--shard-count", o->shard_count, "number of shards (default: $SLURM_ARRAY_TASK_COUNT, else 1)");
+  sub->add_option("--out", o->out_file, "JSON Lines output ('-' = stdout); an existing file is resumed");
+  sub->add_option("--jobs", o->jobs, "points evaluated at once (default: the number of cores)");
+  sub->callback([&globals, o, &action] { action = [&globals, o] { return run_sweep(globals, *o); }; });
+
+  auto m = std::make_shared<MergeOptions>();
+  CLI::App* merge = app.add_subcommand("merge", "join sweep shard files into one, ordered by point index");
+  merge->add_option("shards", m->inputs, "JSON Lines files from fmsim sweep")->required();
+  merge->add_option("--out", m->out_file, "merged JSON Lines ('-' = stdout)");
+  merge->callback([m, &action] { action = [m] { return run_merge(*m); }; });
+}
+
+}  // namespace fmsim::cli

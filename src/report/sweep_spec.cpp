@@ -1,0 +1,89 @@
+// Sweep files: reading and expanding the grid.
+#include "fmsim/report/sweep_spec.hpp"
+
+#include <fstream>
+
+#include "fmsim/common/error.hpp"
+#include "fmsim/config/object_reader.hpp"
+
+namespace fmsim::report {
+namespace {
+
+using ordered = nlohmann::ordered_json;
+
+}  // namespace
+
+SweepSpec load_sweep(const std::filesystem::path& path) {
+  // Read with key order kept: the grid's first key varies slowest, as written.
+  std::ifstream in(path);
+  if (!in) throw InputError(path.string() + ": cannot open file for reading");
+  ordered doc = ordered::parse(in, nullptr, false);
+  if (doc.is_discarded()) throw InputError(path.string() + ": not valid JSON");
+  if (!doc.is_object()) throw InputError(path.string() + ": expected a JSON object (a sweep)");
+  const nlohmann::json plain = nlohmann::json::parse(doc.dump());
+  config::ObjectReader root(plain, path.string());
+  SweepSpec spec;
+  spec.file = path.string();
+  root.optional_string("schema");
+  root.optional_string("description");
+  spec.name = root.string_or("name", path.stem().string());
+  spec.command = root.choice_or("command", {"run", "serve", "checkpoint"}, "run");
+  std::filesystem::path scenario = root.required_string("scenario");
+  spec.scenario = scenario.is_absolute() ? scenario : path.parent_path() / scenario;
+  if (root.has("set")) {
+    const auto& sets = root.required_value("set");
+    if (!sets.is_array()) root.fail("set", "a list of \"path=value\" strings");
+    for (const auto& item : sets) {
+      if (!item.is_string()) root.fail("set", "a list of \"path=value\" strings");
+      spec.sets.push_back(item.get<std::string>());
+    }
+  }
+  if (root.has("grid")) {
+    root.required_value("grid");
+    const ordered& grid = doc["grid"];
+    if (!grid.is_object() || grid.empty()) root.fail("grid", "an object {\"scenario.path\": [values...]}");
+    std::vector<std::pair<std::string, std::vector<nlohmann::json>>> axes;
+    for (const auto& [key, values] : grid.items()) {
+      if (!values.is_array() || values.empty()) {
+        throw InputError(spec.file + ": at /grid/" + key + ": expected a non-empty list of values");
+      }
+      std::vector<nlohmann::json> list;
+      for (const auto& value : values) list.push_back(nlohmann::json::parse(value.dump()));
+      axes.emplace_back(key, list);
+    }
+    // An odometer over the axes: the last one turns fastest.
+    std::vector<std::size_t> at(axes.size(), 0);
+    bool wrapped = false;
+    while (!wrapped) {
+      nlohmann::json point = nlohmann::json::object();
+      for (std::size_t a = 0; a < axes.size(); ++a) point[axes[a].first] = axes[a].second[at[a]];
+      spec.points.push_back(point);
+      wrapped = true;
+      for (std::size_t a = axes.size(); a-- > 0 && wrapped;) {
+        if (++at[a] < axes[a].second.size()) wrapped = false;
+        else at[a] = 0;
+      }
+    }
+  }
+  if (root.has("points")) {
+    const auto& points = root.required_value("points");
+    if (!points.is_array()) root.fail("points", "a list of objects {\"scenario.path\": value}");
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      if (!points[i].is_object() || points[i].empty()) {
+        throw InputError(spec.file + ": at /points/" + std::to_string(i) + ": expected an object {\"scenario.path\": value}");
+      }
+      spec.points.push_back(points[i]);
+    }
+  }
+  root.reject_unknown_keys();
+  if (spec.points.empty()) root.fail("grid", "a \"grid\" or a \"points\" list (the sweep has no points)");
+  return spec;
+}
+
+std::vector<std::string> point_assignments(const nlohmann::json& point) {
+  std::vector<std::string> sets;
+  for (const auto& [key, value] : point.items()) sets.push_back(key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
+  return sets;
+}
+
+}  // namespace fmsim::report
