@@ -7,22 +7,11 @@
 #include <unistd.h>
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/common/fd_io.hpp"
 
 extern char** environ;
 
 namespace fmsim::cli {
-namespace {
-
-std::string read_fd(int fd) {
-  std::string data;
-  char buffer[65536];
-  ssize_t got;
-  while ((got = ::read(fd, buffer, sizeof buffer)) > 0) data.append(buffer, static_cast<std::size_t>(got));
-  return data;
-}
-
-}  // namespace
-
 ChildResult run_fmsim(const std::vector<std::string>& arguments) {
   char self[4096];
   const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
@@ -53,14 +42,14 @@ ChildResult run_fmsim(const std::vector<std::string>& arguments) {
     throw InternalError("cannot start a child fmsim process");
   }
   ChildResult result;
-  result.out = read_fd(out_pipe[0]);
+  result.out = read_all(out_pipe[0]);
   ::close(out_pipe[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   std::fflush(err_file);
   ::lseek(::fileno(err_file), 0, SEEK_SET);
-  result.err = read_fd(::fileno(err_file));
+  result.err = read_all(::fileno(err_file));
   std::fclose(err_file);
   return result;
 }

@@ -7,35 +7,13 @@
 #include <unistd.h>
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/common/fd_io.hpp"
 #include "fmsim/engine/flow_driver.hpp"
 #include "fmsim/engine/network_sim.hpp"
 #include "fmsim/engine/result_bytes.hpp"
 #include "fmsim/engine/task_graph.hpp"
 
 namespace fmsim::engine {
-namespace {
-
-bool write_all(int fd, const void* data, std::size_t size) {
-  const char* bytes = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t written = ::write(fd, bytes, size);
-    if (written <= 0) return false;
-    bytes += written;
-    size -= static_cast<std::size_t>(written);
-  }
-  return true;
-}
-
-std::string read_all(int fd) {
-  std::string data;
-  char buffer[65536];
-  ssize_t got;
-  while ((got = ::read(fd, buffer, sizeof buffer)) > 0) data.append(buffer, static_cast<std::size_t>(got));
-  return data;
-}
-
-}  // namespace
-
 std::string run_isolated(const std::function<std::string()>& work) {
   int fds[2];
   if (::pipe(fds) != 0) throw InternalError("engine: pipe() failed");
