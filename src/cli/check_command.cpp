@@ -25,17 +25,13 @@ struct CheckOptions {
 };
 
 nlohmann::json run_plan(const GlobalOptions& globals, const report::CapacityPlan& plan) {
-  std::vector<std::string> arguments;
-  if (!globals.catalog_dir.empty()) arguments = {"--catalog", globals.catalog_dir};
-  arguments.insert(arguments.end(), {plan.command, plan.scenario.string(), "--json", "-"});
-  for (const auto& assignment : plan.sets) arguments.insert(arguments.end(), {"--set", assignment});
-  const ChildResult child = run_fmsim(arguments);
+  const ChildResult child = run_fmsim(json_result_arguments(globals.catalog_dir, plan.job));
   if (child.exit_code == 2) throw InputError(plan.file + ": " + error_message(child));
   if (child.exit_code != 0) {
-    throw InternalError(plan.file + ": fmsim " + plan.command + " failed (exit " + std::to_string(child.exit_code) + "): " + error_message(child));
+    throw InternalError(plan.file + ": fmsim " + plan.job.command + " failed (exit " + std::to_string(child.exit_code) + "): " + error_message(child));
   }
   nlohmann::json result = nlohmann::json::parse(child.out, nullptr, false);
-  if (result.is_discarded()) throw InternalError(plan.file + ": fmsim " + plan.command + " printed no JSON document");
+  if (result.is_discarded()) throw InternalError(plan.file + ": fmsim " + plan.job.command + " printed no JSON document");
   return result;
 }
 
@@ -46,7 +42,7 @@ std::string table(const std::vector<std::pair<report::CapacityPlan, std::vector<
   out += line;
   for (const auto& [plan, verdicts] : results) {
     for (const auto& v : verdicts) {
-      std::snprintf(line, sizeof line, "%-28s %-28s %-22s %-14s %s\n", plan.name.c_str(), v.metric.c_str(), v.expected.c_str(),
+      std::snprintf(line, sizeof line, "%-28s %-28s %-22s %-14s %s\n", plan.job.name.c_str(), v.metric.c_str(), v.expected.c_str(),
                     v.predicted.c_str(), v.passed ? "ok" : "FAIL");
       out += line;
       if (!v.passed) out += "    " + v.message + "\n";
@@ -62,7 +58,7 @@ int run_check(const GlobalOptions& globals, const CheckOptions& o) {
   std::vector<std::pair<report::CapacityPlan, std::vector<report::Verdict>>> results;
   int failed = 0;
   for (const auto& plan : plans) {
-    spdlog::info("{}: fmsim {} {}", plan.file, plan.command, plan.scenario.string());
+    spdlog::info("{}: fmsim {} {}", plan.file, plan.job.command, plan.job.scenario.string());
     const nlohmann::json result = run_plan(globals, plan);
     const std::filesystem::path baseline_file =
         o.baseline_dir.empty() ? std::filesystem::path() : std::filesystem::path(o.baseline_dir) / std::filesystem::path(plan.file).filename();

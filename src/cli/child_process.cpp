@@ -54,6 +54,17 @@ ChildResult run_fmsim(const std::vector<std::string>& arguments) {
   return result;
 }
 
+std::vector<std::string> json_result_arguments(const std::string& catalog_dir, const report::ScenarioJob& job,
+                                               const std::vector<std::string>& extra_sets) {
+  std::vector<std::string> arguments;
+  if (!catalog_dir.empty()) arguments = {"--catalog", catalog_dir};
+  arguments.insert(arguments.end(), {job.command, job.scenario.string(), "--json", "-"});
+  for (const auto* sets : {&job.sets, &extra_sets}) {
+    for (const auto& assignment : *sets) arguments.insert(arguments.end(), {"--set", assignment});
+  }
+  return arguments;
+}
+
 std::string error_message(const ChildResult& child) {
   const std::string& text = child.err;
   const std::size_t end = text.find_last_not_of("\n\r ");

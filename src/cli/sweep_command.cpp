@@ -105,7 +105,7 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
     if (!done.count(i)) todo.push_back(i);
   }
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
-  spdlog::info("sweep {}: shard {}/{}: {} of {} points, {} already done, {} jobs", spec.name, shard_index, shard_count, mine,
+  spdlog::info("sweep {}: shard {}/{}: {} of {} points, {} already done, {} jobs", spec.job.name, shard_index, shard_count, mine,
                spec.points.size(), mine - todo.size(), jobs);
   std::ofstream file;
   if (o.out_file != "-") {
@@ -125,12 +125,7 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
       if (k >= todo.size()) return;
       const std::size_t index = todo[k];
       const nlohmann::json& point = spec.points[index];
-      std::vector<std::string> arguments;
-      if (!globals.catalog_dir.empty()) arguments = {"--catalog", globals.catalog_dir};
-      arguments.insert(arguments.end(), {spec.command, spec.scenario.string(), "--json", "-"});
-      for (const auto& assignment : spec.sets) arguments.insert(arguments.end(), {"--set", assignment});
-      for (const auto& assignment : report::point_assignments(point)) arguments.insert(arguments.end(), {"--set", assignment});
-      const ChildResult child = run_fmsim(arguments);
+      const ChildResult child = run_fmsim(json_result_arguments(globals.catalog_dir, spec.job, report::point_assignments(point)));
       nlohmann::json line{{"index", index}, {"point", point}};
       if (child.exit_code == 0) {
         line["status"] = "ok";

@@ -41,20 +41,7 @@ CapacityPlan load_plan(const std::filesystem::path& path) {
   config::ObjectReader root(file.root, file.path);
   CapacityPlan plan;
   plan.file = file.path;
-  root.optional_string("schema");
-  root.optional_string("description");
-  plan.name = root.string_or("name", path.stem().string());
-  plan.command = root.choice_or("command", {"run", "serve", "checkpoint"}, "run");
-  std::filesystem::path scenario = root.required_string("scenario");
-  plan.scenario = scenario.is_absolute() ? scenario : path.parent_path() / scenario;
-  if (root.has("set")) {
-    const auto& sets = root.required_value("set");
-    if (!sets.is_array()) root.fail("set", "a list of \"path=value\" strings");
-    for (const auto& item : sets) {
-      if (!item.is_string()) root.fail("set", "a list of \"path=value\" strings");
-      plan.sets.push_back(item.get<std::string>());
-    }
-  }
+  plan.job = read_scenario_job(root, path);
   plan.baseline_tolerance = root.number_or("baseline_tolerance", plan.baseline_tolerance, 0.0);
   const auto& expect = root.required_value("expect");
   if (!expect.is_array() || expect.empty()) root.fail("expect", "a non-empty list of expectations {\"metric\": ..., \"max\"|\"min\"|\"equals\": ...}");
@@ -121,7 +108,7 @@ std::vector<Verdict> judge(const CapacityPlan& plan, const nlohmann::json& resul
   std::vector<Verdict> verdicts;
   for (const auto& x : plan.expectations) {
     Verdict v;
-    v.plan_name = plan.name;
+    v.plan_name = plan.job.name;
     v.metric = x.metric;
     const nlohmann::json* found = find_metric(result, x.metric);
     const std::string slack = x.tolerance > 0 ? " (+-" + number_text(100 * x.tolerance) + " %)" : "";
@@ -133,7 +120,7 @@ std::vector<Verdict> judge(const CapacityPlan& plan, const nlohmann::json& resul
     if (!found || found->is_null()) {
       v.passed = false;
       v.predicted = "missing";
-      v.message = x.metric + " is not in the " + plan.command + " result (see docs/schema/)";
+      v.message = x.metric + " is not in the " + plan.job.command + " result (see docs/schema/)";
       verdicts.push_back(v);
       continue;
     }
@@ -184,7 +171,7 @@ std::string junit_xml(const std::vector<std::pair<CapacityPlan, std::vector<Verd
     xml += "  <testsuite name=\"" + xml_escape(plan.file) + "\" tests=\"" + std::to_string(verdicts.size()) + "\" failures=\"" +
            std::to_string(failed) + "\" errors=\"0\">\n";
     for (const auto& v : verdicts) {
-      xml += "    <testcase classname=\"" + xml_escape(plan.name) + "\" name=\"" + xml_escape(v.metric + " " + v.expected) + "\"";
+      xml += "    <testcase classname=\"" + xml_escape(plan.job.name) + "\" name=\"" + xml_escape(v.metric + " " + v.expected) + "\"";
       if (v.passed) {
         xml += "/>\n";
       } else {

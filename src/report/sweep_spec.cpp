@@ -24,20 +24,7 @@ SweepSpec load_sweep(const std::filesystem::path& path) {
   config::ObjectReader root(plain, path.string());
   SweepSpec spec;
   spec.file = path.string();
-  root.optional_string("schema");
-  root.optional_string("description");
-  spec.name = root.string_or("name", path.stem().string());
-  spec.command = root.choice_or("command", {"run", "serve", "checkpoint"}, "run");
-  std::filesystem::path scenario = root.required_string("scenario");
-  spec.scenario = scenario.is_absolute() ? scenario : path.parent_path() / scenario;
-  if (root.has("set")) {
-    const auto& sets = root.required_value("set");
-    if (!sets.is_array()) root.fail("set", "a list of \"path=value\" strings");
-    for (const auto& item : sets) {
-      if (!item.is_string()) root.fail("set", "a list of \"path=value\" strings");
-      spec.sets.push_back(item.get<std::string>());
-    }
-  }
+  spec.job = read_scenario_job(root, path);
   if (root.has("grid")) {
     root.required_value("grid");
     const ordered& grid = doc["grid"];

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fmsim/report/scenario_job.hpp"
+
 namespace fmsim::report {
 
 struct Expectation {
@@ -20,10 +22,7 @@ struct Expectation {
 
 struct CapacityPlan {
   std::string file;
-  std::string name;
-  std::string command;                ///< run, serve or checkpoint
-  std::filesystem::path scenario;
-  std::vector<std::string> sets;
+  ScenarioJob job;
   std::vector<Expectation> expectations;
   double baseline_tolerance = 0.02;   ///< relative change from the baseline that counts as a regression
 };

@@ -8,14 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fmsim/report/scenario_job.hpp"
+
 namespace fmsim::report {
 
 struct SweepSpec {
   std::string file;
-  std::string name;
-  std::string command;                  ///< run, serve or checkpoint
-  std::filesystem::path scenario;
-  std::vector<std::string> sets;        ///< applied to every point first
+  ScenarioJob job;                      ///< its sets apply to every point first
   std::vector<nlohmann::json> points;   ///< each an object {path: value}, in index order
 };
 
