@@ -10,26 +10,38 @@
 
 namespace fmsim::inference {
 
-double percentile_of(std::vector<double> values, double percentile) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const double position = percentile / 100.0 * static_cast<double>(values.size() - 1);
+namespace {
+
+double sorted_percentile(const std::vector<double>& sorted, double percentile) {
+  if (sorted.empty()) return 0.0;
+  const double position = percentile / 100.0 * static_cast<double>(sorted.size() - 1);
   const auto below = static_cast<std::size_t>(std::floor(position));
-  const std::size_t above = std::min(below + 1, values.size() - 1);
-  return values[below] + (position - static_cast<double>(below)) * (values[above] - values[below]);
+  const std::size_t above = std::min(below + 1, sorted.size() - 1);
+  return sorted[below] + (position - static_cast<double>(below)) * (sorted[above] - sorted[below]);
 }
 
-Percentiles percentiles_of(const std::vector<double>& values) {
+Percentiles sorted_percentiles(const std::vector<double>& sorted) {
   Percentiles p;
-  if (values.empty()) return p;
-  std::vector<double> sorted = values;
-  std::sort(sorted.begin(), sorted.end());
-  p.p50 = percentile_of(sorted, 50);
-  p.p90 = percentile_of(sorted, 90);
-  p.p99 = percentile_of(sorted, 99);
+  if (sorted.empty()) return p;
+  p.p50 = sorted_percentile(sorted, 50);
+  p.p90 = sorted_percentile(sorted, 90);
+  p.p99 = sorted_percentile(sorted, 99);
   p.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(sorted.size());
   p.max = sorted.back();
   return p;
+}
+
+}  // namespace
+
+double percentile_of(std::vector<double> values, double percentile) {
+  std::sort(values.begin(), values.end());
+  return sorted_percentile(values, percentile);
+}
+
+Percentiles percentiles_of(const std::vector<double>& values) {
+  std::vector<double> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  return sorted_percentiles(sorted);
 }
 
 double percentile_value(const Percentiles& p, double percentile) {
@@ -72,17 +84,18 @@ ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
   s.output_tokens_per_s = output_tokens / s.duration_s;
   s.output_tokens_per_s_per_gpu = s.output_tokens_per_s / s.gpus;
   s.prefix_cached_fraction = input_tokens > 0 ? cached / input_tokens : 0.0;
-  s.ttft_s = percentiles_of(ttft);
-  s.tpot_s = percentiles_of(tpot);
-  s.e2e_s = percentiles_of(e2e);
-  s.kv_transfer_s = percentiles_of(transfer);
+  for (auto* values : {&ttft, &tpot, &e2e, &transfer}) std::sort(values->begin(), values->end());
+  s.ttft_s = sorted_percentiles(ttft);
+  s.tpot_s = sorted_percentiles(tpot);
+  s.e2e_s = sorted_percentiles(e2e);
+  s.kv_transfer_s = sorted_percentiles(transfer);
   const bool any_slo = scenario.slo.ttft_s || scenario.slo.tpot_s || scenario.slo.e2e_s;
   if (any_slo) s.slo_goodput = static_cast<double>(good) / s.requests;
   s.goodput_requests_per_s = good / s.duration_s;
   const double q = scenario.slo.percentile;
-  s.slo_met = s.completed == s.requests && (!scenario.slo.ttft_s || percentile_of(ttft, q) <= *scenario.slo.ttft_s) &&
-              (!scenario.slo.tpot_s || percentile_of(tpot, q) <= *scenario.slo.tpot_s) &&
-              (!scenario.slo.e2e_s || percentile_of(e2e, q) <= *scenario.slo.e2e_s);
+  s.slo_met = s.completed == s.requests && (!scenario.slo.ttft_s || sorted_percentile(ttft, q) <= *scenario.slo.ttft_s) &&
+              (!scenario.slo.tpot_s || sorted_percentile(tpot, q) <= *scenario.slo.tpot_s) &&
+              (!scenario.slo.e2e_s || sorted_percentile(e2e, q) <= *scenario.slo.e2e_s);
   double held = 0, utilization_sum = 0;
   for (const auto& r : outcome.replicas) {
     s.preemptions += r.preemptions;

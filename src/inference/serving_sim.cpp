@@ -203,12 +203,10 @@ class ServingSimulation final : public engine::FlowDriver {
     push(now_s, EventKind::wake, replica);
   }
 
-  int route(const std::vector<int>& candidates) {
-    if (plan_.scenario().router == RouterPolicy::round_robin) {
-      return candidates[router_next_[&candidates == &entry_replicas_ ? 0 : 1]++ % candidates.size()];
-    }
+  /// Picks a replica among `candidates`; `start` is that pool's rotating cursor.
+  int route(const std::vector<int>& candidates, std::size_t& start) {
+    if (plan_.scenario().router == RouterPolicy::round_robin) return candidates[start++ % candidates.size()];
     // Least outstanding requests; ties go to the next replica after the last choice.
-    std::size_t& start = router_next_[&candidates == &entry_replicas_ ? 0 : 1];
     int best = -1;
     for (std::size_t k = 0; k < candidates.size(); ++k) {
       const int candidate = candidates[(start + k) % candidates.size()];
@@ -221,7 +219,7 @@ class ServingSimulation final : public engine::FlowDriver {
   }
 
   void arrive(int request, double now_s) {
-    const int replica = route(entry_replicas_);
+    const int replica = route(entry_replicas_, entry_cursor_);
     outcome_.requests[static_cast<std::size_t>(request)].replica = replica;
     hold(replica, +1, now_s);
     schedulers_[static_cast<std::size_t>(replica)].waiting().push_back(request);
@@ -316,7 +314,7 @@ class ServingSimulation final : public engine::FlowDriver {
     for (int seq : handed_off_) {
       RequestOutcome& o = outcome_.requests[static_cast<std::size_t>(seq)];
       hold(replica, -1, now_s);
-      const int decode = route(decode_replicas_);
+      const int decode = route(decode_replicas_, decode_cursor_);
       o.decode_replica = decode;
       hold(decode, +1, now_s);
       replicas_[static_cast<std::size_t>(decode)].kv_pending.push_back(seq);
@@ -330,7 +328,7 @@ class ServingSimulation final : public engine::FlowDriver {
   std::vector<ReplicaScheduler> schedulers_;
   std::vector<ReplicaRuntime> replicas_;
   std::vector<int> entry_replicas_, decode_replicas_;
-  std::size_t router_next_[2] = {0, 0};
+  std::size_t entry_cursor_ = 0, decode_cursor_ = 0;
   std::vector<SeqState> seqs_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   long long order_ = 0;
