@@ -143,12 +143,7 @@ int ServeScenario::total_gpus() const {
 
 ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::vector<std::string>& sets,
                                   const hardware::Catalog& catalog) {
-  config::JsonFile file = config::load_json_file(path);
-  if (!file.root.is_object()) throw InputError(file.path + ": expected a JSON object (a serving scenario)");
-  for (const char* key : {"cluster", "model"}) {
-    if (file.root.contains(key) && file.root[key].is_string()) file.root[key] = json{{"base", file.root[key]}};
-  }
-  for (const auto& assignment : sets) workload::apply_set(file.root, assignment);
+  config::JsonFile file = workload::load_scenario_document(path, sets, "serving scenario");
   const std::filesystem::path base_dir = path.parent_path();
   ObjectReader root(file.root, file.path);
   ServeScenario s;

@@ -82,15 +82,21 @@ void apply_set(json& root, const std::string& assignment) {
   }
 }
 
-Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& sets,
-                       const hardware::Catalog& catalog) {
+config::JsonFile load_scenario_document(const std::filesystem::path& path, const std::vector<std::string>& sets,
+                                        const std::string& kind) {
   config::JsonFile file = config::load_json_file(path);
-  if (!file.root.is_object()) throw InputError(file.path + ": expected a JSON object (a training scenario)");
+  if (!file.root.is_object()) throw InputError(file.path + ": expected a JSON object (a " + kind + ")");
   // References become objects first, so "--set cluster.nodes=32" or "--set model.num_hidden_layers=4" work.
   for (const char* key : {"cluster", "model"}) {
     if (file.root.contains(key) && file.root[key].is_string()) file.root[key] = json{{"base", file.root[key]}};
   }
   for (const auto& assignment : sets) apply_set(file.root, assignment);
+  return file;
+}
+
+Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& sets,
+                       const hardware::Catalog& catalog) {
+  config::JsonFile file = load_scenario_document(path, sets, "training scenario");
   return scenario_from_json(file.root, file.path, path.parent_path(), catalog);
 }
 

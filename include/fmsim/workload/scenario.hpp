@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fmsim/config/json_file.hpp"
 #include "fmsim/hardware/catalog.hpp"
 #include "fmsim/topology/cluster_spec.hpp"
 #include "fmsim/topology/placement.hpp"
@@ -42,6 +43,12 @@ void apply_set(nlohmann::json& root, const std::string& assignment);
 nlohmann::json expand_cluster(const nlohmann::json& value, const std::string& origin, const std::filesystem::path& base_dir);
 /// A scenario's "model" value (a preset name, a config.json path, {"base": ..., overrides} or inline).
 ModelSpec expand_model(const nlohmann::json& value, const std::string& origin, const std::filesystem::path& base_dir);
+
+/// A scenario file (training or serving) as JSON with `sets` applied, cluster and model references
+/// turned into {"base": ...} objects first so that overrides can reach inside them. `kind` names the
+/// document in the error for a file that is not a JSON object.
+config::JsonFile load_scenario_document(const std::filesystem::path& path, const std::vector<std::string>& sets,
+                                        const std::string& kind);
 
 /// Loads a scenario file, applies the overrides in order and resolves everything against the catalog.
 Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& sets,
