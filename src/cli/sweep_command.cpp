@@ -130,6 +130,8 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
       if (child.exit_code == 0) {
         line["status"] = "ok";
         line["result"] = nlohmann::json::parse(child.out, nullptr, false);
+        // A sweep line is a table row: the per-pass time line (hundreds of kB) stays in `fmsim run` output.
+        if (line["result"].is_object()) line["result"].erase("pipeline_timeline");
       } else {
         line["status"] = child.exit_code == 2 ? "invalid" : "error";
         line["reason"] = error_message(child);

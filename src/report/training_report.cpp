@@ -1,6 +1,9 @@
 // Metrics, JSON and text summary of a simulated training step.
 #include "fmsim/report/training_report.hpp"
 
+#include "fmsim/report/gpu_usage.hpp"
+#include "fmsim/report/pipeline_timeline.hpp"
+
 #include <cstdio>
 #include <map>
 #include <set>
@@ -76,6 +79,8 @@ json run_to_json(const TrainingRun& run) {
       {"simulation", {{"fidelity", run.fidelity}, {"simulated_ranks", step.simulated_ranks}, {"trace_nodes", run.trace->nodes.size()},
                       {"tasks", step.tasks}, {"flows", step.flows}, {"wall_s", run.wall_s}}},
       {"scenario", s.resolved},
+      {"gpus", gpu_usage(run)},
+      {"pipeline_timeline", pipeline_timeline(run)},
   };
   if (run.checkpoint) {
     json checkpoint = storage::to_json(*run.checkpoint, step.step_time_s);

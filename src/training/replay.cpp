@@ -197,6 +197,7 @@ StepResult simulate_step(const workload::Trace& trace, const topology::ClusterGr
     if (utilization > result.busiest_link.utilization) {
       result.busiest_link = {platform.links[link].name, times.link_bytes[link], utilization};
     }
+    if (times.link_bytes[link] > 0) result.links.push_back({platform.links[link].name, times.link_bytes[link], utilization});
   }
   attribute_time(trace, result);
   return result;

@@ -26,6 +26,7 @@ struct StepResult {
   int critical_rank = 0;                      ///< the rank whose time line the breakdown describes
   std::vector<double> node_start_s, node_end_s;  ///< per trace node
   LinkLoad busiest_link;
+  std::vector<LinkLoad> links;                ///< every simulated link that carried bytes (e.g. "rank3-rail-up")
   long long tasks = 0, flows = 0;
   int simulated_ranks = 0;
 };

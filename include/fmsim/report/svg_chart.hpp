@@ -1,0 +1,52 @@
+#pragma once
+// Inline SVG charts for the HTML report: rows of horizontal stacked bars on one axis (step breakdown,
+// memory against HBM, latency percentiles against an SLO) and a lane time line (pipeline passes).
+// Pure strings, no script: a page built from them renders the same with JavaScript off.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fmsim::report::svg {
+
+/// Text safe inside HTML/SVG text and attributes.
+std::string escape(std::string_view text);
+
+struct Part {
+  std::string label;
+  double value = 0;
+  std::string color;  ///< CSS colour, e.g. "#4e79a7"
+};
+
+struct Row {
+  std::string label;
+  std::vector<Part> parts;  ///< stacked left to right
+};
+
+struct Limit {
+  double value = 0;   ///< <= 0: none
+  std::string label;  ///< e.g. "HBM 80 GB"
+};
+
+/// Horizontal stacked bars, one per row, on a shared axis from 0; `scale` divides values for the axis
+/// labels (1e9 with unit "GB" shows bytes as GB). Each part carries a tooltip with its value.
+std::string stacked_rows(const std::string& id, const std::vector<Row>& rows, double scale, const std::string& unit,
+                         const Limit& limit = {});
+
+struct Span {
+  double start = 0, end = 0;
+  int style = 0;      ///< index into the chart's colours
+  std::string title;  ///< tooltip
+};
+
+struct Lane {
+  std::string label;
+  std::vector<Span> spans;
+};
+
+/// Lanes of spans on a time axis from 0 to `end_s` (seconds, shown in ms below 1 s).
+std::string timeline(const std::string& id, const std::vector<Lane>& lanes, double end_s, const std::vector<std::string>& colors);
+
+/// An HTML legend: a coloured square and a label per part (the part's value when `with_values`).
+std::string legend(const std::vector<Part>& parts, double scale = 1, const std::string& unit = "", bool with_values = false);
+
+}  // namespace fmsim::report::svg

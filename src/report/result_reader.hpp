@@ -1,0 +1,73 @@
+#pragma once
+// Reads fields of a result document (fmsim.run/1, fmsim.serve/1, ...) for the report writers; a missing
+// or mistyped field is an InputError naming the file and the JSON pointer.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "fmsim/common/error.hpp"
+
+namespace fmsim::report::detail {
+
+class ResultReader {
+ public:
+  ResultReader(const nlohmann::json& doc, std::string file) : doc_(doc), file_(std::move(file)) {}
+
+  const nlohmann::json& doc() const { return doc_; }
+  const std::string& file() const { return file_; }
+
+  const nlohmann::json& at(const std::string& pointer) const {
+    const nlohmann::json::json_pointer p(pointer);
+    if (!doc_.contains(p)) fail(pointer, "is missing");
+    return doc_.at(p);
+  }
+  bool has(const std::string& pointer) const {
+    const nlohmann::json::json_pointer p(pointer);
+    return doc_.contains(p) && !doc_.at(p).is_null();
+  }
+  double number(const std::string& pointer) const {
+    const auto& v = at(pointer);
+    if (!v.is_number()) fail(pointer, "should be a number, got " + v.dump());
+    return v.get<double>();
+  }
+  double number_or(const std::string& pointer, double fallback) const {
+    return has(pointer) && at(pointer).is_number() ? at(pointer).get<double>() : fallback;
+  }
+  std::string text(const std::string& pointer) const {
+    const auto& v = at(pointer);
+    if (!v.is_string()) fail(pointer, "should be a string, got " + v.dump());
+    return v.get<std::string>();
+  }
+  std::string text_or(const std::string& pointer, const std::string& fallback) const {
+    return has(pointer) && at(pointer).is_string() ? at(pointer).get<std::string>() : fallback;
+  }
+  const nlohmann::json& array(const std::string& pointer) const {
+    const auto& v = at(pointer);
+    if (!v.is_array()) fail(pointer, "should be an array");
+    return v;
+  }
+  [[noreturn]] void fail(const std::string& pointer, const std::string& what) const {
+    throw InputError(file_ + ": " + pointer + " " + what);
+  }
+
+ private:
+  const nlohmann::json& doc_;
+  std::string file_;
+};
+
+/// "12.3 GB", "4.56 ms": a value with a unit, to three significant figures.
+std::string with_unit(double value, const std::string& unit);
+/// Seconds as "850 µs", "12.3 ms", "4.56 s", "3.2 h", "41 days".
+std::string duration_text(double seconds);
+
+/// The page around `body`: title, inline CSS, and a Content-Security-Policy without network sources.
+std::string html_page(const std::string& title, const std::string& subtitle, const std::string& body);
+/// A two-column table of named values.
+std::string facts_table(const std::vector<std::pair<std::string, std::string>>& rows);
+/// A section with a heading, a sentence and its content.
+std::string section(const std::string& id, const std::string& heading, const std::string& note, const std::string& content);
+
+std::string serve_page(const ResultReader& r);
+std::string checkpoint_page(const ResultReader& r);
+
+}  // namespace fmsim::report::detail
