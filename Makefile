@@ -2,10 +2,13 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: deps configure build demo test clean format
+.PHONY: deps test-deps configure build demo test clean format
 
 deps:
 	@bash scripts/install-deps.sh
+
+test-deps:
+	@bash scripts/install-deps.sh --test
 
 configure: deps
 	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -16,7 +19,7 @@ build: configure
 demo: build
 	@bash scripts/demo.sh $(BUILD_DIR)/fmsim
 
-test: build
+test: test-deps build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 format:

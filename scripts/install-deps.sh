@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages fmsim builds with, idempotently: packages already present are skipped.
 # Works as root or through sudo. Safe to run on every `make demo` / `make test`.
+# With --test it also installs what the test suite needs beyond the build: Chromium (renders the HTML
+# report), and Debian's Python packages for the schema, report and notebook tests.
 set -euo pipefail
 
 packages=(
@@ -8,6 +10,10 @@ packages=(
   libsimgrid-dev libboost-graph-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   catch2 libcli11-dev python3
 )
+if [ "${1:-}" = "--test" ]; then
+  packages+=(chromium python3-jsonschema python3-pil python3-pandas python3-matplotlib
+             python3-nbformat python3-nbclient python3-ipykernel jupyter-nbconvert)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

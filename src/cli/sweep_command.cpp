@@ -67,17 +67,26 @@ std::pair<int, int> shard_of(const SweepOptions& o) {
   return {index, count};
 }
 
-/// Indices already in a shard's output; a last line cut short by a kill is dropped from the file.
-std::set<std::size_t> resume_from(const std::string& path) {
+/// Indices already in a shard's output; a last line cut short by a kill is dropped from the file. A
+/// line whose point is not this sweep's point of the same index means the file belongs to another
+/// sweep (or the sweep changed): an InputError, before anything is touched.
+std::set<std::size_t> resume_from(const std::string& path, const report::SweepSpec& spec) {
   std::set<std::size_t> done;
   std::ifstream in(path);
   if (!in) return done;
   std::string line, kept;
-  while (std::getline(in, line)) {
+  for (int number = 1; std::getline(in, line); ++number) {
     if (line.empty()) continue;
     nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
-    if (doc.is_discarded() || !doc.contains("index")) break;  // a partial line: everything after it is redone
-    done.insert(doc["index"].get<std::size_t>());
+    if (doc.is_discarded() || !doc.contains("index") || !doc["index"].is_number_unsigned()) break;  // a partial line: redone
+    const auto index = doc["index"].get<std::size_t>();
+    if (index >= spec.points.size() || doc.value("point", nlohmann::json()) != spec.points[index]) {
+      throw InputError(path + ": line " + std::to_string(number) + " holds point " + std::to_string(index) + " = " +
+                       doc.value("point", nlohmann::json()).dump() + ", which is not point " + std::to_string(index) + " of " +
+                       spec.file + (index < spec.points.size() ? " (" + spec.points[index].dump() + ")" : "") +
+                       "; the file is from another sweep: remove it or choose another --out");
+    }
+    done.insert(index);
     kept += line + "\n";
   }
   in.close();
@@ -96,7 +105,7 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
   const report::SweepSpec spec = report::load_sweep(o.sweep_file);
   const auto [shard_index, shard_count] = shard_of(o);
   std::set<std::size_t> done;
-  if (o.out_file != "-") done = resume_from(o.out_file);
+  if (o.out_file != "-") done = resume_from(o.out_file, spec);
   std::vector<std::size_t> todo;
   std::size_t mine = 0;
   for (std::size_t i = 0; i < spec.points.size(); ++i) {

@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""The example notebook (docs/notebooks/sweep-explore.ipynb) executes top to bottom with Debian's
+jupyter nbconvert on a fresh sweep, without errors, and draws its plots.
+Needs jupyter-nbconvert, python3-ipykernel, python3-pandas, python3-matplotlib (install-deps.sh --test).
+Usage: run_notebook_tests.py FMSIM SOURCE_DIR"""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from cli_support import CONFIGS, SOURCE, run, run_tests, test
+
+TMP = tempfile.mkdtemp(prefix="fmsim-notebook-tests-")
+NOTEBOOK = os.path.join(os.path.abspath(SOURCE), "docs", "notebooks", "sweep-explore.ipynb")
+
+
+@test
+def notebook_executes_on_a_fresh_sweep():
+    sweep = os.path.join(TMP, "sweep.jsonl")
+    proc = run("sweep", os.path.join(CONFIGS, "sweeps", "llama3-70b-p5-parallelism.json"), "--out", sweep)
+    assert proc.returncode == 0, proc.stderr
+    executed = os.path.join(TMP, "executed.ipynb")
+    jupyter = shutil.which("jupyter", path="/usr/bin") or "jupyter"
+    env = dict(os.environ, FMSIM_SWEEP=sweep, MPLBACKEND="module://matplotlib_inline.backend_inline", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    proc = subprocess.run([jupyter, "nbconvert", "--to", "notebook", "--execute", "--ExecutePreprocessor.timeout=300",
+                           NOTEBOOK, "--output", executed], capture_output=True, text=True, env=env, cwd=TMP, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(executed) as f:
+        cells = [c for c in json.load(f)["cells"] if c["cell_type"] == "code"]
+    outputs = [o for c in cells for o in c.get("outputs", [])]
+    errors = [o for o in outputs if o["output_type"] == "error"]
+    assert not errors, f"cell errors: {[(e['ename'], e['evalue']) for e in errors]}"
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) >= 2, f"expected the MFU heat map and the cost plot, got {len(images)} images"
+    with open(sweep) as f:
+        points = sum(1 for _ in f)
+    text = "".join("".join(o.get("text", "")) for o in outputs)
+    assert f"{points} points" in text, "the notebook read every line of the sweep"
+
+
+if __name__ == "__main__":
+    run_tests()
