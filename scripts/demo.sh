@@ -29,4 +29,9 @@ echo
 echo "== fmsim serve configs/serving/llama3.3-70b-p5en-disaggregated.json"
 "$fmsim" serve configs/serving/llama3.3-70b-p5en-disaggregated.json --timeline "$out/llama3.3-70b-serve-timeline.json"
 echo
-echo "(JSON, DOT and Perfetto time lines written to $out)"
+echo "== fmsim report: HTML pages and Prometheus metrics of the results above"
+"$fmsim" report "$out/llama3-70b.json" --html "$out/llama3-70b.html" --prometheus "$out/llama3-70b.prom"
+"$fmsim" report "$out/llama3.3-70b-serve.json" --html "$out/llama3.3-70b-serve.html"
+echo "$out/llama3-70b.html, $out/llama3.3-70b-serve.html: open in a browser"
+echo
+echo "(JSON, DOT, Perfetto time lines, HTML and Prometheus files written to $out)"
