@@ -12,6 +12,7 @@
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
+#include "fmsim/report/prometheus_export.hpp"
 #include "fmsim/report/training_report.hpp"
 #include "fmsim/topology/placement.hpp"
 #include "fmsim/workload/memory.hpp"
@@ -21,7 +22,7 @@ namespace fmsim::cli {
 namespace {
 
 struct RunOptions {
-  std::string scenario_file, json_file, timeline_file, trace_file, out_file, fidelity;
+  std::string scenario_file, json_file, timeline_file, trace_file, out_file, fidelity, prometheus_file;
   std::vector<std::string> sets;
   bool allow_oom = false;
 };
@@ -86,12 +87,17 @@ int run_training(const GlobalOptions& globals, const RunOptions& o) {
   }
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  std::string json_text, timeline_text;
-  if (!o.json_file.empty()) json_text = report::run_to_json(run).dump(2) + "\n";
+  std::string json_text, timeline_text, metrics_text;
+  if (!o.json_file.empty() || !o.prometheus_file.empty()) {
+    const nlohmann::json doc = report::run_to_json(run);
+    if (!o.json_file.empty()) json_text = doc.dump(2) + "\n";
+    if (!o.prometheus_file.empty()) metrics_text = report::prometheus_text(doc, o.prometheus_file);
+  }
   if (!o.timeline_file.empty()) timeline_text = report::run_timeline(run).dump() + "\n";
-  if (o.json_file != "-") write_output("-", report::run_summary(run));
+  if (o.json_file != "-" && o.prometheus_file != "-") write_output("-", report::run_summary(run));
   if (!json_text.empty()) write_output(o.json_file, json_text);
   if (!timeline_text.empty()) write_output(o.timeline_file, timeline_text);
+  if (!metrics_text.empty()) write_output(o.prometheus_file, metrics_text);
   return 0;
 }
 
@@ -115,6 +121,7 @@ void register_run(CLI::App& app, const GlobalOptions& globals, Action& action) {
   sub->add_option("--set", o->sets, "override a scenario value: PATH=VALUE (repeatable), e.g. parallelism.tensor_model_parallel_size=4");
   sub->add_option("--json", o->json_file, "write the result document ('-' = stdout, replaces the summary)");
   sub->add_option("--timeline", o->timeline_file, "write a Chrome trace-event time line (open in Perfetto)");
+  sub->add_option("--prometheus", o->prometheus_file, "write Prometheus text metrics (as fmsim report --prometheus)");
   sub->add_option("--trace", o->trace_file, "replay this trace (fmsim trace output or Chakra-style JSON) instead of building one");
   sub->add_option("--fidelity", o->fidelity, "fast (symmetric ranks, default) or full (every rank; the referee)");
   sub->add_flag("--allow-oom", o->allow_oom, "simulate even when the model does not fit in GPU memory");

@@ -10,12 +10,13 @@
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/inference/rate_sweep.hpp"
 #include "fmsim/inference/serve_report.hpp"
+#include "fmsim/report/prometheus_export.hpp"
 
 namespace fmsim::cli {
 namespace {
 
 struct ServeOptions {
-  std::string scenario_file, json_file, timeline_file;
+  std::string scenario_file, json_file, timeline_file, prometheus_file;
   std::vector<std::string> sets;
   bool sweep_rate = false;
 };
@@ -33,16 +34,17 @@ int run_serve(const GlobalOptions& globals, const ServeOptions& o) {
     spdlog::info("{}: searching for the highest rate within the SLOs", scenario.name);
     sweep = inference::sweep_rate(plan);
   }
-  if (o.json_file != "-") {
+  nlohmann::json doc = inference::to_json(plan, summary, outcome);
+  if (sweep) doc["sweep"] = inference::to_json(*sweep);
+  const std::string metrics = o.prometheus_file.empty() ? "" : report::prometheus_text(doc, o.prometheus_file);
+  if (o.json_file != "-" && o.prometheus_file != "-") {
     std::string text = inference::to_text(plan, summary);
     if (sweep) text += "\n" + inference::to_text(*sweep);
     write_output("-", text);
   }
   if (!o.timeline_file.empty()) write_output(o.timeline_file, inference::timeline_json(plan, outcome));
-  if (o.json_file.empty()) return 0;
-  nlohmann::json doc = inference::to_json(plan, summary, outcome);
-  if (sweep) doc["sweep"] = inference::to_json(*sweep);
-  write_output(o.json_file, doc.dump(2) + "\n");
+  if (!o.json_file.empty()) write_output(o.json_file, doc.dump(2) + "\n");
+  if (!metrics.empty()) write_output(o.prometheus_file, metrics);
   return 0;
 }
 
@@ -55,6 +57,7 @@ void register_serve(CLI::App& app, const GlobalOptions& globals, Action& action)
   sub->add_option("--set", o->sets, "override a scenario value: PATH=VALUE (repeatable), e.g. workload.rate=20/s");
   sub->add_option("--json", o->json_file, "write the result document ('-' = stdout, replaces the summary)");
   sub->add_option("--timeline", o->timeline_file, "write a Chrome trace-event timeline (iterations, KV transfers) for Perfetto");
+  sub->add_option("--prometheus", o->prometheus_file, "write Prometheus text metrics (as fmsim report --prometheus)");
   sub->add_flag("--sweep-rate", o->sweep_rate, "also find the highest Poisson arrival rate that meets the scenario's SLOs");
   sub->callback([&globals, o, &action] { action = [&globals, o] { return run_serve(globals, *o); }; });
 }

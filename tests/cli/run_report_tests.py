@@ -161,6 +161,17 @@ def prometheus_export_of_serving_has_a_series_per_gpu():
 
 
 @test
+def run_and_serve_export_the_same_metrics_as_report():
+    for command, scenario, extra in [("run", TRAINING, []), ("serve", SERVING, ["--set", "workload.requests=200"])]:
+        doc, direct = os.path.join(TMP, command + "-direct.json"), os.path.join(TMP, command + "-direct.prom")
+        proc = run(command, scenario, *extra, "--json", doc, "--prometheus", direct)
+        assert proc.returncode == 0, proc.stderr
+        via_report = run("report", doc, "--prometheus", "-")
+        with open(direct) as f:
+            assert f.read() == via_report.stdout, f"{command} --prometheus differs from fmsim report --prometheus"
+
+
+@test
 def pipeline_timeline_follows_the_schedule():
     p = RUN["scenario"]["parallelism"]
     stages, vp, microbatches = p["pipeline_model_parallel_size"], p.get("virtual_pipeline_model_parallel_size", 1), RUN["derived"]["microbatches"]
