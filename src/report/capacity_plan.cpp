@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/common/markup_escape.hpp"
 #include "fmsim/config/json_file.hpp"
 #include "fmsim/config/object_reader.hpp"
 
@@ -19,20 +20,6 @@ std::string number_text(double value) {
 }
 
 std::string value_text(const nlohmann::json& value) { return value.is_number() ? number_text(value.get<double>()) : value.dump(); }
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -168,14 +155,14 @@ std::string junit_xml(const std::vector<std::pair<CapacityPlan, std::vector<Verd
   for (const auto& [plan, verdicts] : results) {
     int failed = 0;
     for (const auto& v : verdicts) failed += v.passed ? 0 : 1;
-    xml += "  <testsuite name=\"" + xml_escape(plan.file) + "\" tests=\"" + std::to_string(verdicts.size()) + "\" failures=\"" +
+    xml += "  <testsuite name=\"" + markup_escape(plan.file) + "\" tests=\"" + std::to_string(verdicts.size()) + "\" failures=\"" +
            std::to_string(failed) + "\" errors=\"0\">\n";
     for (const auto& v : verdicts) {
-      xml += "    <testcase classname=\"" + xml_escape(plan.job.name) + "\" name=\"" + xml_escape(v.metric + " " + v.expected) + "\"";
+      xml += "    <testcase classname=\"" + markup_escape(plan.job.name) + "\" name=\"" + markup_escape(v.metric + " " + v.expected) + "\"";
       if (v.passed) {
         xml += "/>\n";
       } else {
-        xml += ">\n      <failure message=\"" + xml_escape(v.message) + "\">" + xml_escape(v.message) + "</failure>\n    </testcase>\n";
+        xml += ">\n      <failure message=\"" + markup_escape(v.message) + "\">" + markup_escape(v.message) + "</failure>\n    </testcase>\n";
       }
     }
     xml += "  </testsuite>\n";

@@ -1,6 +1,8 @@
 // SVG bar and time-line charts with "nice" axis ticks (1, 2, 5 x 10^k).
 #include "fmsim/report/svg_chart.hpp"
 
+#include "fmsim/common/markup_escape.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -70,21 +72,7 @@ std::string open_svg(const std::string& id, double height) {
 
 }  // namespace
 
-std::string escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string escape(std::string_view text) { return markup_escape(text); }
 
 std::string stacked_rows(const std::string& id, const std::vector<Row>& rows, double scale, const std::string& unit,
                          const Limit& limit) {
