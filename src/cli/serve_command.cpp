@@ -34,8 +34,11 @@ int run_serve(const GlobalOptions& globals, const ServeOptions& o) {
     spdlog::info("{}: searching for the highest rate within the SLOs", scenario.name);
     sweep = inference::sweep_rate(plan);
   }
-  nlohmann::json doc = inference::to_json(plan, summary, outcome);
-  if (sweep) doc["sweep"] = inference::to_json(*sweep);
+  nlohmann::json doc;
+  if (!o.json_file.empty() || !o.prometheus_file.empty()) {
+    doc = inference::to_json(plan, summary, outcome);
+    if (sweep) doc["sweep"] = inference::to_json(*sweep);
+  }
   const std::string metrics = o.prometheus_file.empty() ? "" : report::prometheus_text(doc, o.prometheus_file);
   if (o.json_file != "-" && o.prometheus_file != "-") {
     std::string text = inference::to_text(plan, summary);

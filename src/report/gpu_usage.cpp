@@ -29,15 +29,16 @@ json gpu_usage(const TrainingRun& run) {
   const auto& step = run.step;
   const int gpus_per_domain = spec.gpus_per_node * spec.nvlink_domain_nodes;
   std::map<int, double> busy_s, nvlink_bytes;
-  std::map<int, bool> comm_in_domain;
-  for (const auto& c : trace.comms) comm_in_domain[c.id] = one_nvlink_domain(trace, c.ranks, gpus_per_domain);
-  std::map<int, int> comm_size;
-  for (const auto& c : trace.comms) comm_size[c.id] = static_cast<int>(c.ranks.size());
+  std::map<int, const workload::Communicator*> nvlink_comms;  // communicators inside one NVLink domain
+  for (const auto& c : trace.comms) {
+    if (one_nvlink_domain(trace, c.ranks, gpus_per_domain)) nvlink_comms[c.id] = &c;
+  }
   for (const auto& node : trace.nodes) {
     const double duration = step.node_end_s[node.id] - step.node_start_s[node.id];
     if (node.type == workload::NodeType::comp && node.stream == "compute") busy_s[node.rank] += duration;
-    if (node.type == workload::NodeType::coll && comm_in_domain[node.comm]) {
-      nvlink_bytes[node.rank] += node.comm_bytes * collectives::busbw_factor(node.op, comm_size[node.comm]);
+    const auto comm = node.type == workload::NodeType::coll ? nvlink_comms.find(node.comm) : nvlink_comms.end();
+    if (comm != nvlink_comms.end()) {
+      nvlink_bytes[node.rank] += node.comm_bytes * collectives::busbw_factor(node.op, static_cast<int>(comm->second->ranks.size()));
     } else if (node.type == workload::NodeType::send && one_nvlink_domain(trace, {node.rank, node.peer}, gpus_per_domain)) {
       nvlink_bytes[node.rank] += node.comm_bytes;
     }

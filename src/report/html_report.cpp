@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "fmsim/common/markup_escape.hpp"
 #include "fmsim/report/svg_chart.hpp"
 #include "result_reader.hpp"
 
@@ -14,12 +15,15 @@ using nlohmann::json;
 
 namespace detail {
 
-std::string with_unit(double value, const std::string& unit) {
-  char text[48];
-  const double a = std::fabs(value);
-  std::snprintf(text, sizeof text, a >= 100 || a == 0 ? "%.0f %s" : a >= 10 ? "%.1f %s" : "%.3g %s", value, unit.c_str());
-  return text;
+std::string result_schema(const json& doc, const std::string& file) {
+  if (!doc.is_object()) throw InputError(file + ": expected a JSON object written by fmsim run, serve or checkpoint");
+  const std::string schema = doc.value("schema", "");
+  if (schema == "fmsim.run/1" || schema == "fmsim.serve/1" || schema == "fmsim.checkpoint/1") return schema;
+  throw InputError(file + ": /schema is \"" + schema +
+                   "\"; expected a result of fmsim run (fmsim.run/1), serve (fmsim.serve/1) or checkpoint (fmsim.checkpoint/1)");
 }
+
+std::string with_unit(double value, const std::string& unit) { return svg::compact_number(value) + " " + unit; }
 
 std::string duration_text(double s) {
   if (s < 1e-3) return with_unit(s * 1e6, "µs");
@@ -33,7 +37,7 @@ std::string html_page(const std::string& title, const std::string& subtitle, con
   std::ostringstream s;
   s << "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
     << "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
-    << "<title>" << svg::escape(title) << " - fmsim</title><style>"
+    << "<title>" << markup_escape(title) << " - fmsim</title><style>"
     << "body{font:14px/1.45 system-ui,sans-serif;color:#222;margin:24px auto;max-width:960px;padding:0 12px}"
     << "h1{font-size:22px;margin:0}h2{font-size:17px;margin:28px 0 4px;border-bottom:1px solid #ddd}"
     << ".sub{color:#666;margin:2px 0 12px}.note{color:#555;margin:2px 0 8px}"
@@ -41,7 +45,7 @@ std::string html_page(const std::string& title, const std::string& subtitle, con
     << ".legend span{margin-right:16px;white-space:nowrap}.legend i{display:inline-block;width:11px;height:11px;margin-right:5px;vertical-align:-1px}"
     << "svg.chart text{font:12px system-ui,sans-serif;fill:#333}svg.chart .unit{fill:#666}svg.chart .limit-label{fill:#c00}"
     << "footer{color:#888;margin-top:32px;font-size:12px}"
-    << "</style></head><body><h1>" << svg::escape(title) << "</h1><p class='sub'>" << svg::escape(subtitle) << "</p>" << body
+    << "</style></head><body><h1>" << markup_escape(title) << "</h1><p class='sub'>" << markup_escape(subtitle) << "</p>" << body
     << "<footer>Simulated by fmsim; every number on this page is a prediction, not a measurement.</footer></body></html>\n";
   return s.str();
 }
@@ -49,14 +53,14 @@ std::string html_page(const std::string& title, const std::string& subtitle, con
 std::string facts_table(const std::vector<std::pair<std::string, std::string>>& rows) {
   std::ostringstream s;
   s << "<table class='facts'>";
-  for (const auto& [name, value] : rows) s << "<tr><td>" << svg::escape(name) << "</td><td>" << svg::escape(value) << "</td></tr>";
+  for (const auto& [name, value] : rows) s << "<tr><td>" << markup_escape(name) << "</td><td>" << markup_escape(value) << "</td></tr>";
   s << "</table>";
   return s.str();
 }
 
 std::string section(const std::string& id, const std::string& heading, const std::string& note, const std::string& content) {
-  return "<section id='" + svg::escape(id) + "'><h2>" + svg::escape(heading) + "</h2>" +
-         (note.empty() ? "" : "<p class='note'>" + svg::escape(note) + "</p>") + content + "</section>";
+  return "<section id='" + markup_escape(id) + "'><h2>" + markup_escape(heading) + "</h2>" +
+         (note.empty() ? "" : "<p class='note'>" + markup_escape(note) + "</p>") + content + "</section>";
 }
 
 }  // namespace detail
@@ -177,14 +181,11 @@ std::string run_page(const ResultReader& r) {
 }  // namespace
 
 std::string html_report(const json& result, const std::string& file) {
+  const std::string schema = detail::result_schema(result, file);
   const ResultReader r(result, file);
-  if (!result.is_object()) throw InputError(file + ": expected a JSON object written by fmsim run, serve or checkpoint");
-  const std::string schema = result.value("schema", "");
   if (schema == "fmsim.run/1") return run_page(r);
   if (schema == "fmsim.serve/1") return detail::serve_page(r);
-  if (schema == "fmsim.checkpoint/1") return detail::checkpoint_page(r);
-  throw InputError(file + ": /schema is \"" + schema +
-                   "\"; expected a result of fmsim run (fmsim.run/1), serve (fmsim.serve/1) or checkpoint (fmsim.checkpoint/1)");
+  return detail::checkpoint_page(r);
 }
 
 }  // namespace fmsim::report

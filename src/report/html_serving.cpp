@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "fmsim/common/markup_escape.hpp"
 #include "fmsim/report/svg_chart.hpp"
 #include "result_reader.hpp"
 
@@ -28,7 +29,7 @@ std::string latency_chart(const ResultReader& r, const std::string& key, const s
     limit.label = "SLO p" + std::string(percentile) + " " + duration_text(limit.value);
   }
   const bool ms = r.number("/" + key + "/max") < 1 && limit.value < 1;
-  return "<h3>" + svg::escape(label) + "</h3>" + svg::stacked_rows(key + "-chart", rows, ms ? 1e-3 : 1, ms ? "ms" : "seconds", limit);
+  return "<h3>" + markup_escape(label) + "</h3>" + svg::stacked_rows(key + "-chart", rows, ms ? 1e-3 : 1, ms ? "ms" : "seconds", limit);
 }
 
 }  // namespace

@@ -55,6 +55,10 @@ class ResultReader {
   std::string file_;
 };
 
+/// The document's schema, one of fmsim.run/1, fmsim.serve/1, fmsim.checkpoint/1; InputError naming
+/// `file` for anything else.
+std::string result_schema(const nlohmann::json& doc, const std::string& file);
+
 /// "12.3 GB", "4.56 ms": a value with a unit, to three significant figures.
 std::string with_unit(double value, const std::string& unit);
 /// Seconds as "850 µs", "12.3 ms", "4.56 s", "3.2 h", "41 days".

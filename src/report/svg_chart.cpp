@@ -21,13 +21,6 @@ std::string num(double value) {
   return text;
 }
 
-std::string short_value(double value) {
-  char text[32];
-  const double a = std::fabs(value);
-  std::snprintf(text, sizeof text, a >= 100 || a == 0 ? "%.0f" : a >= 10 ? "%.1f" : a >= 1 ? "%.2f" : "%.3g", value);
-  return text;
-}
-
 std::string tick_label(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", std::fabs(value) < 1e-12 ? 0.0 : value);
@@ -59,20 +52,25 @@ std::string axis(double top, double height, double axis_max, double scale, const
       << tick_label(v / scale) << "</text>";
   }
   s << "<text x='" << kLabelWidth + kPlotWidth / 2 << "' y='" << num(y + 31) << "' text-anchor='middle' class='unit'>"
-    << escape(unit) << "</text>";
+    << markup_escape(unit) << "</text>";
   return s.str();
 }
 
 std::string open_svg(const std::string& id, double height) {
   std::ostringstream s;
-  s << "<svg id='" << escape(id) << "' class='chart' xmlns='http://www.w3.org/2000/svg' width='" << kWidth << "' height='"
+  s << "<svg id='" << markup_escape(id) << "' class='chart' xmlns='http://www.w3.org/2000/svg' width='" << kWidth << "' height='"
     << num(height) << "' viewBox='0 0 " << kWidth << " " << num(height) << "' role='img'>";
   return s.str();
 }
 
 }  // namespace
 
-std::string escape(std::string_view text) { return markup_escape(text); }
+std::string compact_number(double value) {
+  char text[32];
+  const double a = std::fabs(value);
+  std::snprintf(text, sizeof text, a >= 100 || a == 0 ? "%.0f" : a >= 10 ? "%.1f" : "%.3g", value);
+  return text;
+}
 
 std::string stacked_rows(const std::string& id, const std::vector<Row>& rows, double scale, const std::string& unit,
                          const Limit& limit) {
@@ -91,14 +89,14 @@ std::string stacked_rows(const std::string& id, const std::vector<Row>& rows, do
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const double y = top + i * kRowHeight;
     s << "<text x='" << kLabelWidth - 8 << "' y='" << num(y + kRowHeight * 0.65) << "' text-anchor='end' class='label'>"
-      << escape(rows[i].label) << "</text>";
+      << markup_escape(rows[i].label) << "</text>";
     double x = kLabelWidth;
     for (const auto& p : rows[i].parts) {
       if (!(p.value > 0)) continue;
       const double w = kPlotWidth * p.value / axis_max;
       s << "<rect x='" << num(x) << "' y='" << num(y + 4) << "' width='" << num(std::max(w, 0.5)) << "' height='"
-        << num(kRowHeight - 8) << "' fill='" << p.color << "'><title>" << escape(rows[i].label) << ": " << escape(p.label)
-        << " " << short_value(p.value / scale) << " " << escape(unit) << "</title></rect>";
+        << num(kRowHeight - 8) << "' fill='" << p.color << "'><title>" << markup_escape(rows[i].label) << ": " << markup_escape(p.label)
+        << " " << compact_number(p.value / scale) << " " << markup_escape(unit) << "</title></rect>";
       x += w;
     }
   }
@@ -106,7 +104,7 @@ std::string stacked_rows(const std::string& id, const std::vector<Row>& rows, do
     const double x = kLabelWidth + kPlotWidth * limit.value / axis_max;
     s << "<line class='limit' x1='" << num(x) << "' y1='" << num(top - 4) << "' x2='" << num(x) << "' y2='"
       << num(top + plot_height) << "' stroke='#c00' stroke-width='2' stroke-dasharray='6 3'/><text x='" << num(x)
-      << "' y='12' text-anchor='middle' class='limit-label'>" << escape(limit.label) << "</text>";
+      << "' y='12' text-anchor='middle' class='limit-label'>" << markup_escape(limit.label) << "</text>";
   }
   s << "</svg>";
   return s.str();
@@ -121,12 +119,12 @@ std::string timeline(const std::string& id, const std::vector<Lane>& lanes, doub
   for (std::size_t i = 0; i < lanes.size(); ++i) {
     const double y = top + i * kRowHeight;
     s << "<text x='" << kLabelWidth - 8 << "' y='" << num(y + kRowHeight * 0.65) << "' text-anchor='end' class='label'>"
-      << escape(lanes[i].label) << "</text>";
+      << markup_escape(lanes[i].label) << "</text>";
     for (const auto& span : lanes[i].spans) {
       const double x0 = kLabelWidth + kPlotWidth * span.start / axis_max;
       const double w = std::max(kPlotWidth * (span.end - span.start) / axis_max, 0.5);
       s << "<rect x='" << num(x0) << "' y='" << num(y + 3) << "' width='" << num(w) << "' height='" << num(kRowHeight - 6)
-        << "' fill='" << colors.at(static_cast<std::size_t>(span.style) % colors.size()) << "'><title>" << escape(span.title)
+        << "' fill='" << colors.at(static_cast<std::size_t>(span.style) % colors.size()) << "'><title>" << markup_escape(span.title)
         << "</title></rect>";
     }
   }
@@ -138,8 +136,8 @@ std::string legend(const std::vector<Part>& parts, double scale, const std::stri
   std::ostringstream s;
   s << "<div class='legend'>";
   for (const auto& p : parts) {
-    s << "<span><i style='background:" << p.color << "'></i>" << escape(p.label);
-    if (with_values) s << " " << short_value(p.value / scale) << " " << escape(unit);
+    s << "<span><i style='background:" << p.color << "'></i>" << markup_escape(p.label);
+    if (with_values) s << " " << compact_number(p.value / scale) << " " << markup_escape(unit);
     s << "</span>";
   }
   s << "</div>";

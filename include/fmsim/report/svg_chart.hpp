@@ -3,13 +3,12 @@
 // memory against HBM, latency percentiles against an SLO) and a lane time line (pipeline passes).
 // Pure strings, no script: a page built from them renders the same with JavaScript off.
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace fmsim::report::svg {
 
-/// Text safe inside HTML/SVG text and attributes.
-std::string escape(std::string_view text);
+/// A value to three significant figures without trailing zeros: "1234", "56.7", "2.5", "0.00123".
+std::string compact_number(double value);
 
 struct Part {
   std::string label;
