@@ -1,5 +1,6 @@
 #include "fmsim/collectives/layout.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -57,6 +58,8 @@ CommLayout make_layout(const topology::ClusterGraph& cluster, std::vector<int> r
   layout.nvlink_sharp = spec.gpu.nvlink_sharp;
   layout.sm_version = spec.gpu.sm_version;
   layout.amd_host = spec.instance.host_cpu == "amd";
+  layout.nics_per_gpu = std::max(1, spec.instance.nics / std::max(1, spec.gpus_per_node));
+  layout.striped_rails = spec.network.kind == "efa";
   return layout;
 }
 

@@ -1,5 +1,8 @@
 #include "fmsim/collectives/tuning.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace fmsim::collectives::tuning {
 namespace {
 
@@ -59,6 +62,15 @@ double network_step_latency_s(Algorithm algorithm, Protocol protocol, double mes
 
 double ring_net_overhead_s(bool amd_host, Protocol protocol) {
   return (amd_host ? 2.0 : 1.0) * (protocol == Protocol::simple ? 3.0 : 1.0) * kUs;
+}
+
+double rail_use(const CommLayout& layout, double message_bytes, int channels) {
+  const int nics = layout.nics_per_gpu;
+  if (!layout.striped_rails || nics <= 1) return 1.0;
+  int stripes = static_cast<int>(std::clamp(std::ceil(message_bytes / kMinStripeBytes), 1.0, static_cast<double>(nics)));
+  while (stripes > 1 && nics % stripes != 0) --stripes;
+  const double channels_per_gpu = std::max(1.0, static_cast<double>(channels) / std::max(1, layout.ranks_per_island));
+  return std::min(1.0, channels_per_gpu * stripes / nics);
 }
 
 }  // namespace fmsim::collectives::tuning

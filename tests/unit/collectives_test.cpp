@@ -111,3 +111,28 @@ TEST_CASE("the tuner picks NVLS only where it pays, as measured", "[collectives]
     CHECK((row.algorithm == Algorithm::nvls) == (gpus >= 5));
   }
 }
+
+TEST_CASE("small ring messages keep only some of a p5 GPU's EFA NICs busy", "[collectives]") {
+  auto p5 = fmsim::test::shipped_cluster("p5-16node.json");
+  auto layout = layout_of(p5, 16);
+  REQUIRE(layout.nics_per_gpu == 4);
+  REQUIRE(layout.striped_rails);
+  // 16 channels over 8 GPUs = 2 messages in flight per GPU; each uses ceil(m / 128 KiB) NICs, rounded
+  // down to a divisor of 4 (aws-ofi-nccl threshold scheduler).
+  CHECK(tuning::rail_use(layout, 4096, 16) == Approx(0.5));
+  CHECK(tuning::rail_use(layout, 131072, 16) == Approx(0.5));
+  CHECK(tuning::rail_use(layout, 131073, 16) == Approx(1.0));   // 2 stripes x 2 channels
+  CHECK(tuning::rail_use(layout, 4096, 8) == Approx(0.25));     // one channel per GPU, one NIC of four
+  CHECK(tuning::rail_use(layout, 393216, 8) == Approx(0.5));    // 3 stripes round down to 2
+  CHECK(tuning::rail_use(layout, 524288, 8) == Approx(1.0));
+  // Ring all_reduce on 2 nodes: a step of one channel is S / (16 ranks x 16 channels); the network time
+  // of a 16 MiB operation is therefore twice that of full striping, and from 64 MiB it is not slowed.
+  const auto& ring = algorithm_model(Algorithm::ring);
+  CHECK(ring.rail_use(Op::all_reduce, layout, 16.0 * 1024 * 1024) == Approx(0.5));
+  CHECK(ring.rail_use(Op::all_reduce, layout, 64.0 * 1024 * 1024) == Approx(1.0));
+  // One NIC per GPU (DGX H100 on InfiniBand): nothing to stripe.
+  auto dgx = fmsim::test::shipped_cluster("dgx-h100-8node-ib.json");
+  auto ib = layout_of(dgx, 16);
+  CHECK_FALSE(ib.striped_rails);
+  CHECK(tuning::rail_use(ib, 4096, 16) == 1.0);
+}

@@ -39,6 +39,12 @@ class AlgorithmModel {
   virtual std::vector<Protocol> protocols() const = 0;
   virtual TrafficShape shape(Op op, const CommLayout& layout) const = 0;
   virtual double latency_s(Op op, const CommLayout& layout, Protocol protocol) const = 0;
+  /// Fraction of each GPU's NICs its network messages keep busy at collective size `bytes`
+  /// (tuning::rail_use); the network time is divided by it. 1 unless messages are small.
+  virtual double rail_use(Op op, const CommLayout& layout, double bytes) const {
+    (void)op, (void)layout, (void)bytes;
+    return 1.0;
+  }
   /// Whether full_program() implements `op` (cheap; full_program itself builds every message).
   virtual bool simulates_full(Op op) const {
     (void)op;

@@ -25,6 +25,8 @@ struct CommLayout {
   bool nvlink_sharp = false;   ///< NVLS available
   int sm_version = 0;
   bool amd_host = false;       ///< NCCL picks different LL limits on AMD hosts
+  int nics_per_gpu = 1;        ///< NICs fused into one GPU's rail (p5: 4 x 100 Gb/s EFA)
+  bool striped_rails = false;  ///< aws-ofi-nccl on EFA: a message is striped over the rail's NICs by size
 
   int island_of_rank(int rank) const;
   int node_of_rank(int rank) const { return cluster->node_of_gpu(rank_gpu[rank]); }

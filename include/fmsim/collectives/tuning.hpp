@@ -3,6 +3,7 @@
 // explains how they combine. Latency tables are NCCL's own tuning tables (NCCL-NOTES.md section 2, NVIDIA/nccl
 // src/graph/tuning.cc, v2.30.7); efficiencies come from the calibration cases named beside them.
 #include "fmsim/collectives/collective.hpp"
+#include "fmsim/collectives/layout.hpp"
 
 namespace fmsim::collectives::tuning {
 
@@ -56,6 +57,16 @@ inline constexpr int kChannels = 16;
 /// messages above the 8 KiB eager limit, aws-ofi-nccl doc): an estimate, not fitted to a measurement
 /// (none beyond 2 nodes in the calibration set); see docs/validation.md.
 inline constexpr double kAlltoallPerPeerOverhead_s = 2.0e-6;
+
+/// aws-ofi-nccl's minimum stripe size (its threshold scheduler, `min_stripe_size`, default 128 KiB,
+/// NCCL-NOTES.md section 5): a message of m bytes goes over ceil(m / 128 KiB) of a GPU's NICs (rounded
+/// down to a divisor of the NIC count), round-robin; smaller messages use one NIC.
+inline constexpr double kMinStripeBytes = 131072.0;
+
+/// Fraction of a GPU's NICs kept busy when each of `channels` channels (spread evenly over the
+/// island's GPUs) has one `message_bytes` message in flight, as in a ring step. 1 where the rail has
+/// one NIC or the network is not EFA.
+double rail_use(const CommLayout& layout, double message_bytes, int channels);
 
 /// NCCL_STEPS: slots per channel connection, i.e. how many steps a sender may run ahead of its receiver.
 inline constexpr int kSendWindowSteps = 8;

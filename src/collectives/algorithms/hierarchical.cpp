@@ -57,6 +57,11 @@ class Hierarchical final : public AlgorithmModel {
            reductions * ((layout.ranks_per_island - 1) * intra + (layout.islands - 1) * net);
   }
 
+  // The inter-domain phase moves S / (g x domains) per GPU and step, split over the GPU's channels.
+  double rail_use(Op, const CommLayout& layout, double bytes) const override {
+    return tuning::rail_use(layout, bytes / (layout.islands * tuning::kChannels), tuning::kChannels);
+  }
+
   bool simulates_full(Op op) const override {
     (void)op;
     return true;
@@ -78,7 +83,8 @@ class Hierarchical final : public AlgorithmModel {
       for (const auto& island : layout.island_ranks) ring_phase(program, island, g - 1, intra_chunk);
     }
     const int inter_steps = op == Op::all_reduce ? 2 * (islands - 1) : islands - 1;
-    for (const auto& ring : peers) ring_phase(program, ring, inter_steps, inter_chunk);
+    const double inter_cost = inter_chunk / rail_use(op, layout, bytes);
+    for (const auto& ring : peers) ring_phase(program, ring, inter_steps, inter_cost);
     if (op == Op::all_reduce || op == Op::all_gather) {
       for (const auto& island : layout.island_ranks) ring_phase(program, island, g - 1, intra_chunk);
     }

@@ -63,6 +63,13 @@ class Ring final : public AlgorithmModel {
     return latency;
   }
 
+  // One step of one channel is one network message of S / (p x channels) bytes, and a ring has one
+  // step in flight per channel: below aws-ofi-nccl's stripe size a message uses one NIC of the rail.
+  double rail_use(Op, const CommLayout& layout, double bytes) const override {
+    if (layout.islands < 2) return 1.0;
+    return tuning::rail_use(layout, bytes / (layout.ranks * tuning::kChannels), tuning::kChannels);
+  }
+
   bool simulates_full(Op op) const override {
     return op == Op::all_reduce || op == Op::all_gather || op == Op::reduce_scatter;
   }
@@ -86,6 +93,8 @@ class Ring final : public AlgorithmModel {
     }
     const int steps = ring_steps(op, p);
     const double chunk = bytes / p / channels;
+    // Crossing the network, a chunk costs its bytes over the NICs its messages keep busy.
+    const double net_chunk = chunk / rail_use(op, layout, bytes);
     engine::SimProgram program;
     program.rank_host.resize(p);
     program.steps.assign(p, std::vector<engine::SimStep>(steps));
@@ -94,8 +103,11 @@ class Ring final : public AlgorithmModel {
       for (int s = 0; s < steps; ++s) {
         auto& ops = program.steps[rank][s].ops;
         for (int c = 0; c < channels; ++c) {
-          ops.push_back({true, successor[c][rank], chunk});
-          ops.push_back({false, predecessor[c][rank], chunk});
+          const int next = successor[c][rank], prev = predecessor[c][rank];
+          const bool next_far = layout.island_of_rank(next) != layout.island_of_rank(rank);
+          const bool prev_far = layout.island_of_rank(prev) != layout.island_of_rank(rank);
+          ops.push_back({true, next, next_far ? net_chunk : chunk});
+          ops.push_back({false, prev, prev_far ? net_chunk : chunk});
         }
       }
     }
