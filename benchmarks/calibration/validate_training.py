@@ -26,6 +26,11 @@ LAYOUTS = {"llama3-70b": {"pipeline_model_parallel_layout": "Et*2|(t*2|)*34,t*3|
            "llama3.1-405b": {"account_for_embedding_in_pipeline_split": True, "account_for_loss_in_pipeline_split": True},
            "qwen3-235b-a22b": {"account_for_embedding_in_pipeline_split": True, "account_for_loss_in_pipeline_split": True}}
 
+# Published recipes' selective recompute (Megatron-Bridge scripts/performance/configs/gpt_oss/
+# gpt_oss_workload_base_configs.py: GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V1 recomputes the norms and
+# the experts' activation).
+RECOMPUTE = {"gpt-oss-120b": ["layernorm", "moe_act"]}
+
 
 def as_int(value, default=1):
     try:
@@ -64,6 +69,8 @@ def scenario_of(row):
         par.update(LAYOUTS.get(model, {}))
     training = {"seq_length": as_int(row["seq_len"]), "precision": precision, "tp_comm_overlap": tp > 1,
                 "overlap_grad_reduce": True, "overlap_param_gather": True}
+    if model in RECOMPUTE:
+        training.update({"recompute_granularity": "selective", "recompute_modules": RECOMPUTE[model]})
     return {"schema": "fmsim.scenario/1", "name": f"{model}-{gpus}gpu",
             "cluster": {"base": os.path.join(ROOT, "topologies", "dgx-h100-8node-ib.json"), "nodes": gpus // 8},
             "model": model, "parallelism": par, "training": training}

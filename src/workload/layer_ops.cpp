@@ -151,7 +151,10 @@ int moe_block(TraceWriter& w, int rank, const Communicators& c, bool backward, i
   for (int pass = 0; pass < passes; ++pass) {
     node = w.gemm(rank, "moe.fc1", rows_per_expert, fc1_n, h, fp8, after_of(node), local_experts);
   }
-  node = w.memory(rank, "moe.act", passes * (gated + 1) * rows_per_expert * local_experts * fc2_k * w.act_bytes, after_of(node));
+  const auto& tr = w.s.training;
+  const bool act_again = backward && tr.recompute == Recompute::selective && tr.recompute_modules.moe_act;
+  node = w.memory(rank, "moe.act", (passes + (act_again ? 1 : 0)) * (gated + 1) * rows_per_expert * local_experts * fc2_k * w.act_bytes,
+                  after_of(node));
   for (int pass = 0; pass < passes; ++pass) {
     node = w.gemm(rank, "moe.fc2", rows_per_expert, h, fc2_k, fp8, after_of(node), local_experts);
   }
@@ -199,6 +202,15 @@ int emit_layer_backward(TraceWriter& w, int rank, const Communicators& c, int la
   const Op reduce = w.s.parallelism.sequence_parallel ? Op::reduce_scatter : Op::all_reduce;
   const Op gather = Op::all_gather;
   const bool sp = w.s.parallelism.sequence_parallel;
+  const bool selective = tr.recompute == Recompute::selective;
+  const RecomputeModules& again = tr.recompute_modules;
+  // Selective recompute: the norms run again (their outputs were dropped), and a recomputed dense MLP
+  // runs FC1 and its activation again before its backward.
+  if (selective && again.layernorm) node = w.memory(rank, "norms.recompute", 2 * 2 * tsp * s.h * ab, {node});
+  if (selective && again.mlp && !m.layer_is_moe(layer)) {
+    node = w.gemm(rank, "fc1.recompute", t, s.ffn_cols, s.h, fp8, {node});
+    node = w.memory(rank, "act.recompute", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
+  }
   // MLP (or MoE) backward: grad all-gather -> FC2 dgrad/wgrad -> act' -> FC1 dgrad/wgrad -> reduce.
   if (m.layer_is_moe(layer)) {
     node = moe_block(w, rank, c, true, node);
@@ -216,11 +228,11 @@ int emit_layer_backward(TraceWriter& w, int rank, const Communicators& c, int la
   if (sp) node = gemm_with_tp(w, rank, c, {"proj.dgrad", t, s.o_in, s.h}, gather, true, node);
   else node = w.gemm(rank, "proj.dgrad", t, s.o_in, s.h, fp8, {node});
   node = w.gemm(rank, "proj.wgrad", s.h, s.o_in, t, fp8, {node});
-  if (tr.recompute == Recompute::selective) {
-    TraceNode again = w.compute(rank, "attn.recompute", Kernel::attention_fwd);
-    again.flops = attention_forward_flops(w, layer);
-    again.deps = {node};
-    node = w.add(again);
+  if (selective && again.core_attn) {
+    TraceNode attention = w.compute(rank, "attn.recompute", Kernel::attention_fwd);
+    attention.flops = attention_forward_flops(w, layer);
+    attention.deps = {node};
+    node = w.add(attention);
   }
   node = attention_with_cp(w, rank, c, layer, true, node);
   node = w.memory(rank, "rope.bwd", 2 * t * (s.q + s.kv) * ab, {node});

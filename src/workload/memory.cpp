@@ -27,16 +27,23 @@ double activation_bytes_per_layer(const Scenario& s, int layer) {
   // dropout mask 1 byte/element.
   // Under sequence parallelism Transformer Engine keeps the LayerNorm output sharded and gathers it
   // again in backward. Checks: 34 sbh/t for MHA, ffn = 4h, BF16 with SP; sbh (10 + 24/t) without SP.
-  double bytes = tokens * h * sp_share * (2 + linear_in + 1) + 2.0 * tokens * (q + 2 * kv) + tokens * o_in * linear_in;
+  // Selective recompute of the norms drops their outputs; of the experts' activation, FC2's input; of a
+  // dense MLP, everything but the MLP input (MLM recompute_modules).
+  const bool selective = t.recompute == Recompute::selective;
+  const RecomputeModules& again = t.recompute_modules;
+  const double norm_out = selective && again.layernorm ? 0.0 : linear_in;
+  double bytes = tokens * h * sp_share * (2 + norm_out + 1) + 2.0 * tokens * (q + 2 * kv) + tokens * o_in * linear_in;
   // MLP block: LN input, LN output (FC1 input), mask; FC1 output (both halves when gated), FC2 input.
-  bytes += tokens * h * sp_share * (2 + linear_in + 1);
+  const bool mlp_again = selective && again.mlp && !m.layer_is_moe(layer);
+  bytes += tokens * h * sp_share * (2 + (mlp_again ? 0.0 : norm_out) + 1);
   if (m.layer_is_moe(layer)) {
     const double rows = tokens * sp_share * m.moe.experts_per_token * p.etp;  // routed rows this GPU computes
     const double ffn = m.moe.expert_ffn / static_cast<double>(p.etp);
-    bytes += rows * h * 2.0 + rows * ffn * (m.gated_mlp ? 2 : 1) * 2.0 + rows * ffn * linear_in;
+    const double act_out = selective && again.moe_act ? 0.0 : linear_in;
+    bytes += rows * h * 2.0 + rows * ffn * (m.gated_mlp ? 2 : 1) * 2.0 + rows * ffn * act_out;
     const double shared = m.moe.shared_ffn;
     bytes += tokens * sp_share * shared * ((m.gated_mlp ? 2 : 1) * 2.0 + linear_in);
-  } else {
+  } else if (!mlp_again) {
     const double ffn = m.ffn / tp;
     bytes += tokens * ffn * (m.gated_mlp ? 2 : 1) * 2.0 + tokens * ffn * linear_in;
   }

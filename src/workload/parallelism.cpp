@@ -63,6 +63,21 @@ TrainingOptions read_training(ObjectReader& r) {
   t.precision = r.choice_or("precision", {"bf16", "fp8"}, "bf16") == "fp8" ? Precision::fp8 : Precision::bf16;
   const std::string recompute = r.choice_or("recompute_granularity", {"none", "selective", "full"}, "none");
   t.recompute = recompute == "none" ? Recompute::none : recompute == "selective" ? Recompute::selective : Recompute::full;
+  if (r.has("recompute_modules")) {
+    if (t.recompute != Recompute::selective) r.fail("recompute_modules", "only with recompute_granularity = \"selective\"");
+    const auto& list = r.required_value("recompute_modules");
+    const std::string modelled = "a list of core_attn, layernorm, moe_act, mlp";
+    if (!list.is_array() || list.empty()) r.fail("recompute_modules", modelled);
+    t.recompute_modules = RecomputeModules{false, false, false, false};
+    for (const auto& item : list) {
+      const std::string name = item.is_string() ? item.get<std::string>() : "";
+      if (name == "core_attn") t.recompute_modules.core_attn = true;
+      else if (name == "layernorm") t.recompute_modules.layernorm = true;
+      else if (name == "moe_act") t.recompute_modules.moe_act = true;
+      else if (name == "mlp") t.recompute_modules.mlp = true;
+      else r.fail("recompute_modules", modelled + " (" + config::render_value(item) + " is not modelled)");
+    }
+  }
   t.overlap_grad_reduce = r.bool_or("overlap_grad_reduce", true);
   t.overlap_param_gather = r.bool_or("overlap_param_gather", true);
   t.tp_comm_overlap = r.bool_or("tp_comm_overlap", false);
@@ -134,6 +149,19 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
 }
 
 std::string to_string(Precision precision) { return precision == Precision::fp8 ? "fp8" : "bf16"; }
+std::string describe_recompute(const TrainingOptions& t) {
+  if (t.recompute != Recompute::selective) return to_string(t.recompute);
+  std::string list;
+  auto add = [&](bool on, const char* name) {
+    if (on) list += (list.empty() ? "" : ", ") + std::string(name);
+  };
+  add(t.recompute_modules.core_attn, "core_attn");
+  add(t.recompute_modules.layernorm, "layernorm");
+  add(t.recompute_modules.moe_act, "moe_act");
+  add(t.recompute_modules.mlp, "mlp");
+  return "selective (" + list + ")";
+}
+
 std::string to_string(Recompute recompute) {
   return recompute == Recompute::none ? "none" : recompute == Recompute::selective ? "selective" : "full";
 }

@@ -81,6 +81,40 @@ TEST_CASE("activation memory matches Korthikanti et al.'s per-layer formulas", "
   CHECK(activation_bytes_per_layer(full, 0) == Approx(2 * s * b * h / t));
 }
 
+TEST_CASE("selective recompute modules drop exactly the tensors they recompute", "[workload]") {
+  // Same 4h GeLU model as above, BF16, TP4 with SP: 34 sbh/t kept without recompute. Recomputing the norms
+  // drops both norm outputs (2 x 2 sbh/t); recomputing the MLP keeps only its input, dropping the norm
+  // output, FC1's output and FC2's input (2 sbh/t + 2 x 2 x 4 sbh/t).
+  const nlohmann::json gpt = {{"hidden_size", 4096}, {"num_hidden_layers", 8},  {"num_attention_heads", 32},
+                              {"intermediate_size", 16384}, {"vocab_size", 32000}, {"hidden_act", "gelu"}};
+  const double sbh_t = 2048.0 * 2 * 4096 / 4;
+  const nlohmann::json par = {{"tensor_model_parallel_size", 4}, {"micro_batch_size", 2}, {"global_batch_size", 32},
+                              {"sequence_parallel", true}};
+  auto with = [&](const nlohmann::json& modules) {
+    return activation_bytes_per_layer(
+        make_scenario(par, {{"seq_length", 2048}, {"recompute_granularity", "selective"}, {"recompute_modules", modules}}, gpt), 0);
+  };
+  CHECK(with({"core_attn"}) == Approx(34 * sbh_t));
+  CHECK(with({"layernorm"}) == Approx(30 * sbh_t));
+  CHECK(with({"mlp"}) == Approx((34 - 2 - 16) * sbh_t));
+  CHECK(with({"layernorm", "mlp"}) == Approx((34 - 4 - 16) * sbh_t));
+  // MoE: recomputing the experts' activation drops FC2's input, rows x expert_ffn x 2 bytes.
+  const nlohmann::json moe_model = {{"hidden_size", 2048}, {"num_hidden_layers", 4}, {"num_attention_heads", 16},
+                                    {"num_key_value_heads", 4}, {"intermediate_size", 6144}, {"vocab_size", 32000},
+                                    {"num_local_experts", 16}, {"num_experts_per_tok", 4}, {"moe_intermediate_size", 768}};
+  const nlohmann::json moe_par = {{"expert_model_parallel_size", 8}, {"micro_batch_size", 1}, {"global_batch_size", 64}};
+  auto moe = [&](const nlohmann::json& training) {
+    return activation_bytes_per_layer(make_scenario(moe_par, training, moe_model, 1), 0);
+  };
+  const double rows = 4096.0 * 4;  // tokens x top-k
+  CHECK(moe({{"seq_length", 4096}}) - moe({{"seq_length", 4096}, {"recompute_granularity", "selective"},
+                                           {"recompute_modules", {"moe_act"}}}) == Approx(rows * 768 * 2));
+  // The list needs selective recompute and names Megatron modules fmsim models.
+  CHECK_THROWS_WITH(make_scenario(par, {{"recompute_modules", {"layernorm"}}}, gpt), Catch::Matchers::Contains("selective"));
+  CHECK_THROWS_WITH(make_scenario(par, {{"recompute_granularity", "selective"}, {"recompute_modules", {"moe"}}}, gpt),
+                    Catch::Matchers::Contains("\"moe\" is not modelled"));
+}
+
 TEST_CASE("weights, gradients and optimizer state follow the distributed-optimizer table", "[workload]") {
   // Megatron dist_optimizer.md: bf16 params and grads, distributed: 4 + 12/d bytes per parameter.
   const nlohmann::json model = {{"hidden_size", 4096}, {"num_hidden_layers", 8}, {"num_attention_heads", 32},

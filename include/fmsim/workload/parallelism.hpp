@@ -30,10 +30,20 @@ struct Parallelism {
   int world() const { return tp * pp * cp * dp; }
 };
 
+/// Megatron's `recompute_modules` under selective recompute: which parts of a layer are recomputed in
+/// backward instead of keeping their outputs (MLM transformer_config.py; default {"core_attn"}).
+struct RecomputeModules {
+  bool core_attn = true;   ///< the attention core
+  bool layernorm = false;  ///< both norms: their outputs are dropped after the next GEMM reads them
+  bool moe_act = false;    ///< the experts' activation function: FC2's input is recomputed
+  bool mlp = false;        ///< a dense MLP's FC1 and activation: only the MLP input is kept
+};
+
 struct TrainingOptions {
   int seq = 4096;
   Precision precision = Precision::bf16;
   Recompute recompute = Recompute::none;
+  RecomputeModules recompute_modules;  ///< used when recompute == selective
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   bool tp_comm_overlap = false;
@@ -55,6 +65,8 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
 
 std::string to_string(Precision precision);
 std::string to_string(Recompute recompute);
+/// "selective (core_attn, moe_act)" for selective recompute, else to_string(recompute).
+std::string describe_recompute(const TrainingOptions& t);
 std::string to_string(Sharding sharding);
 
 /// Bytes per element of activations and of communicated activations at this precision (BF16 = 2).
