@@ -59,8 +59,8 @@ Estimate estimate(const Candidate& candidate, Op op, const CommLayout& layout, d
   const double nvlink_Bps =
       layout.nvlink_Bps * (shape.nvlink_is_nvls ? tuning::kNvlsEfficiency : tuning::kNvlinkCopyEfficiency);
   e.nvlink_s = shape.nvlink_bytes_per_rank * bytes / nvlink_Bps / slow;
-  const double rail_use = candidate.model->rail_use(op, layout, bytes);
-  e.net_s = net_seconds_per_byte * bytes / slow / rail_use;
+  e.rail_use = candidate.model->rail_use(op, layout, bytes);
+  e.net_s = net_seconds_per_byte * bytes / slow / e.rail_use;
   double bandwidth_s = shape.phases_add ? e.nvlink_s + e.net_s : std::max(e.nvlink_s, e.net_s);
   if (candidate.protocol == Protocol::ll) {
     double ll_cap = tuning::ll_max_busbw_Bps(layout.sm_version, layout.amd_host, layout.islands);
@@ -89,7 +89,7 @@ CollectiveCost collective_cost(const CommLayout& layout, Op op, double bytes) {
     // whole by the protocol) and what it keeps in closed form.
     best.net_bytes_per_gpu = e.shape.pattern == NetPattern::none
                                  ? 0.0
-                                 : per_gpu * bytes / protocol_factor(candidate.protocol) / candidate.model->rail_use(op, layout, bytes);
+                                 : per_gpu * bytes / protocol_factor(candidate.protocol) / e.rail_use;
     best.fixed_s = e.latency_s + e.fill_s;
     best.nvlink_s = 0;
     if (best.net_bytes_per_gpu <= 0) {

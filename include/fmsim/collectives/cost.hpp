@@ -26,7 +26,8 @@ struct Estimate {
   double bandwidth_s = 0;
   double fill_s = 0;
   double nvlink_s = 0;    ///< the NVLink part of bandwidth_s, slowed by the protocol
-  double net_s = 0;       ///< the network part, likewise
+  double net_s = 0;       ///< the network part, likewise, and divided by rail_use
+  double rail_use = 1;    ///< fraction of each GPU's NICs the messages keep busy (AlgorithmModel::rail_use)
   TrafficShape shape;
 };
 

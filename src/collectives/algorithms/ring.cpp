@@ -95,21 +95,20 @@ class Ring final : public AlgorithmModel {
     const double chunk = bytes / p / channels;
     // Crossing the network, a chunk costs its bytes over the NICs its messages keep busy.
     const double net_chunk = chunk / rail_use(op, layout, bytes);
+    auto size_to = [&](int rank, int peer) {
+      return layout.island_of_rank(peer) != layout.island_of_rank(rank) ? net_chunk : chunk;
+    };
     engine::SimProgram program;
     program.rank_host.resize(p);
     program.steps.assign(p, std::vector<engine::SimStep>(steps));
     for (int rank = 0; rank < p; ++rank) {
       program.rank_host[rank] = rank;
-      for (int s = 0; s < steps; ++s) {
-        auto& ops = program.steps[rank][s].ops;
-        for (int c = 0; c < channels; ++c) {
-          const int next = successor[c][rank], prev = predecessor[c][rank];
-          const bool next_far = layout.island_of_rank(next) != layout.island_of_rank(rank);
-          const bool prev_far = layout.island_of_rank(prev) != layout.island_of_rank(rank);
-          ops.push_back({true, next, next_far ? net_chunk : chunk});
-          ops.push_back({false, prev, prev_far ? net_chunk : chunk});
-        }
+      std::vector<engine::SimStep::Op> step_ops;  // the same every step
+      for (int c = 0; c < channels; ++c) {
+        step_ops.push_back({true, successor[c][rank], size_to(rank, successor[c][rank])});
+        step_ops.push_back({false, predecessor[c][rank], size_to(rank, predecessor[c][rank])});
       }
+      for (int s = 0; s < steps; ++s) program.steps[rank][s].ops = step_ops;
     }
     return program;
   }
