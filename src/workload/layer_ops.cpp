@@ -7,11 +7,12 @@
 #include "trace_builder_internal.hpp"
 
 namespace fmsim::workload::detail {
+
+std::vector<int> after_of(int node) { return node >= 0 ? std::vector<int>{node} : std::vector<int>{}; }
+
 namespace {
 
 using collectives::Op;
-
-std::vector<int> after_of(int node) { return node >= 0 ? std::vector<int>{node} : std::vector<int>{}; }
 
 struct Shapes {
   double h, q, kv, o_in, ffn_cols, ffn, tp;
@@ -130,116 +131,105 @@ int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int after) {
   return w.gemm(rank, "mla.q", t, s.q, s.h, w.s.training.precision == Precision::fp8, {node});
 }
 
-/// The MoE block (alltoall dispatcher): router, permute, dispatch, experts, combine, unpermute; the
-/// shared experts run on the local tokens. `backward` doubles the GEMMs (dgrad + wgrad).
-int moe_block(TraceWriter& w, int rank, const Communicators& c, bool backward, int after) {
-  const auto& m = w.s.model;
-  const auto& p = w.s.parallelism;
-  const bool fp8 = w.s.training.precision == Precision::fp8;
-  const double h = m.hidden, topk = m.moe.experts_per_token, gated = m.gated_mlp ? 2 : 1;
-  const double tokens_in = w.tokens_sp;
-  const double a2a_bytes = tokens_in * topk * h * w.act_bytes;
-  const int local_experts = m.moe.experts / p.ep;
-  const double rows_per_expert = tokens_in * topk * p.etp / local_experts;
-  const double passes = backward ? 2 : 1;
-  int node = after;
-  if (!backward) node = w.gemm(rank, "moe.router", tokens_in, m.moe.experts, h, false, after_of(node));
-  node = w.memory(rank, "moe.permute", passes * 2 * tokens_in * topk * h * w.act_bytes, after_of(node));
-  node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, a2a_bytes, backward ? "moe.a2a_grad" : "moe.dispatch", after_of(node));
-  if (p.etp > 1) node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::all_gather, a2a_bytes * p.etp, "moe.etp_ag", after_of(node));
-  const double fc1_n = gated * m.moe.expert_ffn / p.etp, fc2_k = m.moe.expert_ffn / static_cast<double>(p.etp);
-  for (int pass = 0; pass < passes; ++pass) {
-    node = w.gemm(rank, "moe.fc1", rows_per_expert, fc1_n, h, fp8, after_of(node), local_experts);
-  }
-  const auto& tr = w.s.training;
-  const bool act_again = backward && tr.recompute == Recompute::selective && tr.recompute_modules.moe_act;
-  node = w.memory(rank, "moe.act", (passes + (act_again ? 1 : 0)) * (gated + 1) * rows_per_expert * local_experts * fc2_k * w.act_bytes,
-                  after_of(node));
-  for (int pass = 0; pass < passes; ++pass) {
-    node = w.gemm(rank, "moe.fc2", rows_per_expert, h, fc2_k, fp8, after_of(node), local_experts);
-  }
-  if (p.etp > 1) node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::reduce_scatter, a2a_bytes * p.etp, "moe.etp_rs", after_of(node));
-  node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, a2a_bytes, backward ? "moe.a2a_grad2" : "moe.combine", after_of(node));
-  node = w.memory(rank, "moe.unpermute", passes * 2 * tokens_in * topk * h * w.act_bytes, after_of(node));
-  if (m.moe.shared_ffn > 0) {
-    for (int pass = 0; pass < passes; ++pass) node = w.gemm(rank, "moe.shared_fc1", tokens_in, gated * m.moe.shared_ffn, h, fp8, after_of(node));
-    for (int pass = 0; pass < passes; ++pass) node = w.gemm(rank, "moe.shared_fc2", tokens_in, h, m.moe.shared_ffn, fp8, after_of(node));
-  }
-  return node;
-}
-
 }  // namespace
 
-int emit_layer_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
-  const auto& m = w.s.model;
+LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer) {
+  const bool moe = w.s.model.layer_is_moe(layer);
   const Shapes s = shapes_of(w);
   const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
-  int node = w.memory(rank, "norm1", 2 * tsp * s.h * ab, after_of(after));
-  node = qkv_forward(w, rank, c, node);
-  node = w.memory(rank, "rope", 2 * t * (s.q + s.kv) * ab, {node});
-  node = attention_with_cp(w, rank, c, layer, false, node);
   const Op reduce = w.s.parallelism.sequence_parallel ? Op::reduce_scatter : Op::all_reduce;
-  node = gemm_with_tp(w, rank, c, {"proj", t, s.h, s.o_in}, reduce, false, node);
-  node = w.memory(rank, "residual_norm2", 5 * tsp * s.h * ab, {node});
-  if (m.layer_is_moe(layer)) {
-    node = moe_block(w, rank, c, false, node);
-  } else {
+  LayerPieces pieces;
+  pieces.push_back({PieceRole::attention, [&w, &c, rank, layer, moe, s, t, tsp, ab, reduce](int after) {
+    int node = w.memory(rank, "norm1", 2 * tsp * s.h * ab, after_of(after));
+    node = qkv_forward(w, rank, c, node);
+    node = w.memory(rank, "rope", 2 * t * (s.q + s.kv) * ab, {node});
+    node = attention_with_cp(w, rank, c, layer, false, node);
+    node = gemm_with_tp(w, rank, c, {"proj", t, s.h, s.o_in}, reduce, false, node);
+    node = w.memory(rank, "residual_norm2", 5 * tsp * s.h * ab, {node});
+    if (moe) return moe_route(w, rank, false, node);
     node = gemm_with_tp(w, rank, c, {"fc1", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
     node = w.memory(rank, "act", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
     node = gemm_with_tp(w, rank, c, {"fc2", t, s.h, s.ffn}, reduce, false, node);
-  }
-  return w.memory(rank, "residual", 3 * tsp * s.h * ab, {node});
+    return w.memory(rank, "residual", 3 * tsp * s.h * ab, {node});
+  }});
+  if (!moe) return pieces;
+  pieces.push_back({PieceRole::dispatch, [&w, &c, rank](int after) { return moe_a2a_to_experts(w, rank, c, false, after); }});
+  pieces.push_back({PieceRole::experts, [&w, rank](int after) { return moe_experts(w, rank, false, false, after); }});
+  pieces.push_back({PieceRole::combine, [&w, &c, rank](int after) { return moe_a2a_from_experts(w, rank, c, false, after); }});
+  pieces.push_back({PieceRole::post, [&w, rank, s, tsp, ab](int after) {
+    const int node = moe_unpermute(w, rank, false, after);
+    return w.memory(rank, "residual", 3 * tsp * s.h * ab, {node});
+  }});
+  return pieces;
 }
 
-int emit_layer_backward(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
-  const auto& m = w.s.model;
+LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer) {
   const auto& tr = w.s.training;
-  const bool fp8 = tr.precision == Precision::fp8;
-  const Shapes s = shapes_of(w);
-  const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
-  int node = after;
-  if (tr.recompute == Recompute::full) node = emit_layer_forward(w, rank, c, layer, node);
-  const Op reduce = w.s.parallelism.sequence_parallel ? Op::reduce_scatter : Op::all_reduce;
-  const Op gather = Op::all_gather;
-  const bool sp = w.s.parallelism.sequence_parallel;
-  const bool selective = tr.recompute == Recompute::selective;
-  const RecomputeModules& again = tr.recompute_modules;
-  // Selective recompute: the norms run again (their outputs were dropped), and a recomputed dense MLP
-  // runs FC1 and its activation again before its backward.
-  if (selective && again.layernorm) node = w.memory(rank, "norms.recompute", 2 * 2 * tsp * s.h * ab, {node});
-  if (selective && again.mlp && !m.layer_is_moe(layer)) {
-    node = w.gemm(rank, "fc1.recompute", t, s.ffn_cols, s.h, fp8, {node});
-    node = w.memory(rank, "act.recompute", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
-  }
-  // MLP (or MoE) backward: grad all-gather -> FC2 dgrad/wgrad -> act' -> FC1 dgrad/wgrad -> reduce.
-  if (m.layer_is_moe(layer)) {
-    node = moe_block(w, rank, c, true, node);
-  } else {
-    if (sp) node = gemm_with_tp(w, rank, c, {"fc2.dgrad", t, s.ffn, s.h}, gather, true, node);
-    else node = w.gemm(rank, "fc2.dgrad", t, s.ffn, s.h, fp8, {node});
+  const bool moe = w.s.model.layer_is_moe(layer);
+  const bool delay_wgrad = moe && tr.delay_wgrad_compute;
+  LayerPieces pieces;
+  // Recompute, then the dense MLP backward (grad all-gather -> FC2 dgrad/wgrad -> act' -> FC1
+  // dgrad/wgrad -> reduce) or the MoE unpermutation's gradient.
+  pieces.push_back({PieceRole::pre, [&w, &c, rank, layer, moe](int after) {
+    const auto& tr = w.s.training;
+    const bool fp8 = tr.precision == Precision::fp8;
+    const Shapes s = shapes_of(w);
+    const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
+    const Op reduce = w.s.parallelism.sequence_parallel ? Op::reduce_scatter : Op::all_reduce;
+    const bool sp = w.s.parallelism.sequence_parallel;
+    const bool selective = tr.recompute == Recompute::selective;
+    const RecomputeModules& again = tr.recompute_modules;
+    int node = after;
+    if (tr.recompute == Recompute::full) node = emit_layer_forward(w, rank, c, layer, node);
+    // Selective recompute: the norms run again (their outputs were dropped), and a recomputed dense MLP
+    // runs FC1 and its activation again before its backward.
+    if (selective && again.layernorm) node = w.memory(rank, "norms.recompute", 2 * 2 * tsp * s.h * ab, after_of(node));
+    if (moe) return moe_unpermute(w, rank, true, node);
+    if (selective && again.mlp) {
+      node = w.gemm(rank, "fc1.recompute", t, s.ffn_cols, s.h, fp8, after_of(node));
+      node = w.memory(rank, "act.recompute", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
+    }
+    if (sp) node = gemm_with_tp(w, rank, c, {"fc2.dgrad", t, s.ffn, s.h}, Op::all_gather, true, node);
+    else node = w.gemm(rank, "fc2.dgrad", t, s.ffn, s.h, fp8, after_of(node));
     node = w.gemm(rank, "fc2.wgrad", s.h, s.ffn, t, fp8, {node});
     node = w.memory(rank, "act.bwd", 2 * (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
     node = gemm_with_tp(w, rank, c, {"fc1.dgrad", t, s.h, s.ffn_cols}, reduce, false, node);
-    if (sp) node = gemm_with_tp(w, rank, c, {"fc1.wgrad", s.ffn_cols, s.h, t}, gather, true, node);  // LN output again
-    else node = w.gemm(rank, "fc1.wgrad", s.ffn_cols, s.h, t, fp8, {node});
+    if (sp) return gemm_with_tp(w, rank, c, {"fc1.wgrad", s.ffn_cols, s.h, t}, Op::all_gather, true, node);  // LN output again
+    return w.gemm(rank, "fc1.wgrad", s.ffn_cols, s.h, t, fp8, {node});
+  }});
+  if (moe) {
+    pieces.push_back({PieceRole::combine, [&w, &c, rank](int after) { return moe_a2a_to_experts(w, rank, c, true, after); }});
+    pieces.push_back({PieceRole::experts, [&w, rank, delay_wgrad](int after) { return moe_experts(w, rank, true, delay_wgrad, after); }});
+    pieces.push_back({PieceRole::dispatch, [&w, &c, rank](int after) { return moe_a2a_from_experts(w, rank, c, true, after); }});
+    if (delay_wgrad) pieces.push_back({PieceRole::wgrad, [&w, rank](int after) { return moe_expert_wgrad(w, rank, after); }});
   }
-  node = w.memory(rank, "norm2.bwd", 2 * 5 * tsp * s.h * ab, {node});
   // Attention backward.
-  if (sp) node = gemm_with_tp(w, rank, c, {"proj.dgrad", t, s.o_in, s.h}, gather, true, node);
-  else node = w.gemm(rank, "proj.dgrad", t, s.o_in, s.h, fp8, {node});
-  node = w.gemm(rank, "proj.wgrad", s.h, s.o_in, t, fp8, {node});
-  if (selective && again.core_attn) {
-    TraceNode attention = w.compute(rank, "attn.recompute", Kernel::attention_fwd);
-    attention.flops = attention_forward_flops(w, layer);
-    attention.deps = {node};
-    node = w.add(attention);
-  }
-  node = attention_with_cp(w, rank, c, layer, true, node);
-  node = w.memory(rank, "rope.bwd", 2 * t * (s.q + s.kv) * ab, {node});
-  node = gemm_with_tp(w, rank, c, {"qkv.dgrad", t, s.h, s.q + 2 * s.kv}, reduce, false, node);
-  if (sp) node = gemm_with_tp(w, rank, c, {"qkv.wgrad", s.q + 2 * s.kv, s.h, t}, gather, true, node);
-  else node = w.gemm(rank, "qkv.wgrad", s.q + 2 * s.kv, s.h, t, fp8, {node});
-  return w.memory(rank, "norm1.bwd", 2 * 2 * tsp * s.h * ab, {node});
+  pieces.push_back({PieceRole::attention, [&w, &c, rank, layer, moe](int after) {
+    const auto& tr = w.s.training;
+    const bool fp8 = tr.precision == Precision::fp8;
+    const Shapes s = shapes_of(w);
+    const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
+    const Op reduce = w.s.parallelism.sequence_parallel ? Op::reduce_scatter : Op::all_reduce;
+    const bool sp = w.s.parallelism.sequence_parallel;
+    int node = moe ? moe_route(w, rank, true, after) : after;
+    node = w.memory(rank, "norm2.bwd", 2 * 5 * tsp * s.h * ab, after_of(node));
+    if (sp) node = gemm_with_tp(w, rank, c, {"proj.dgrad", t, s.o_in, s.h}, Op::all_gather, true, node);
+    else node = w.gemm(rank, "proj.dgrad", t, s.o_in, s.h, fp8, {node});
+    node = w.gemm(rank, "proj.wgrad", s.h, s.o_in, t, fp8, {node});
+    if (tr.recompute == Recompute::selective && tr.recompute_modules.core_attn) {
+      TraceNode attention = w.compute(rank, "attn.recompute", Kernel::attention_fwd);
+      attention.flops = attention_forward_flops(w, layer);
+      attention.deps = {node};
+      node = w.add(attention);
+    }
+    node = attention_with_cp(w, rank, c, layer, true, node);
+    node = w.memory(rank, "rope.bwd", 2 * t * (s.q + s.kv) * ab, {node});
+    node = gemm_with_tp(w, rank, c, {"qkv.dgrad", t, s.h, s.q + 2 * s.kv}, reduce, false, node);
+    if (sp) node = gemm_with_tp(w, rank, c, {"qkv.wgrad", s.q + 2 * s.kv, s.h, t}, Op::all_gather, true, node);
+    else node = w.gemm(rank, "qkv.wgrad", s.q + 2 * s.kv, s.h, t, fp8, {node});
+    return w.memory(rank, "norm1.bwd", 2 * 2 * tsp * s.h * ab, {node});
+  }});
+  return pieces;
 }
 
 }  // namespace fmsim::workload::detail

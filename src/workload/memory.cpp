@@ -105,7 +105,7 @@ MemoryReport estimate_memory(const Scenario& s) {
     b.gradients_bytes = sharded(grad_bytes, zero2);
     b.optimizer_bytes = sharded(12.0, zero1);  // FP32 master weights and two Adam moments
     // In-flight micro-batches: the warm-up forwards plus the one being run (per model chunk).
-    const auto order = pipeline_order(p.pp, p.vp, p.microbatches, rank);
+    const auto order = pipeline_order(p.pp, p.vp, p.microbatches, rank, t.overlap_moe_expert_parallel_comm ? 1 : 0);
     std::vector<int> live(p.vp, 0);
     double peak = 0, current = 0;
     int peak_microbatches = 0, in_flight = 0;

@@ -81,6 +81,12 @@ TrainingOptions read_training(ObjectReader& r) {
   t.overlap_grad_reduce = r.bool_or("overlap_grad_reduce", true);
   t.overlap_param_gather = r.bool_or("overlap_param_gather", true);
   t.tp_comm_overlap = r.bool_or("tp_comm_overlap", false);
+  t.overlap_moe_expert_parallel_comm = r.bool_or("overlap_moe_expert_parallel_comm", false);
+  t.delay_wgrad_compute = r.bool_or("delay_wgrad_compute", t.overlap_moe_expert_parallel_comm);
+  if (t.delay_wgrad_compute && !t.overlap_moe_expert_parallel_comm) {
+    r.fail("delay_wgrad_compute", "false unless overlap_moe_expert_parallel_comm is true (the delayed weight gradients "
+                                  "overlap its all-to-alls)");
+  }
   t.grad_reduce_in_fp32 = r.bool_or("grad_reduce_in_fp32", false);
   t.fp8_param_gather = r.bool_or("fp8_param_gather", false);
   t.bucket_params = r.number_or("bucket_size", 0.0, -1.0);
@@ -142,6 +148,16 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
   }
   if (t.precision == Precision::fp8 && gpu.fp8_dense_flops <= 0) {
     throw InputError(where + ": /training/precision = \"fp8\": the " + gpu.name + " has no FP8 tensor cores (use bf16)");
+  }
+  if (t.overlap_moe_expert_parallel_comm) {
+    // Megatron-Bridge's checks (training/comm_overlap.py): EP all-to-alls to hide, the interleaved
+    // schedule when pipelined, and no full recompute.
+    const std::string key = where + ": /training/overlap_moe_expert_parallel_comm = true: ";
+    if (!m.is_moe() || p.ep < 2) throw InputError(key + "needs a mixture-of-experts model with expert_model_parallel_size >= 2");
+    if (p.pp > 1 && p.vp < 2) {
+      throw InputError(key + "with pipeline_model_parallel_size > 1 it needs virtual_pipeline_model_parallel_size >= 2");
+    }
+    if (t.recompute == Recompute::full) throw InputError(key + "does not work with recompute_granularity = \"full\"");
   }
   if (t.tp_comm_overlap && (p.tp < 2 || !p.sequence_parallel)) {
     throw InputError(where + ": /training/tp_comm_overlap = true: needs tensor_model_parallel_size >= 2 and sequence_parallel");

@@ -7,7 +7,7 @@
 
 namespace fmsim::workload {
 
-std::vector<PipelinePass> pipeline_order(int pp, int vp, int microbatches, int rank) {
+std::vector<PipelinePass> pipeline_order(int pp, int vp, int microbatches, int rank, int extra_warmup) {
   const int total = microbatches * vp;
   auto pass = [&](int k, bool forward) {
     PipelinePass p;
@@ -22,7 +22,7 @@ std::vector<PipelinePass> pipeline_order(int pp, int vp, int microbatches, int r
     if (!forward) p.chunk = vp - 1 - p.chunk;
     return p;
   };
-  int warmup = vp == 1 ? pp - rank - 1 : 2 * (pp - rank - 1) + (vp - 1) * pp;
+  int warmup = (vp == 1 ? pp - rank - 1 : 2 * (pp - rank - 1) + (vp - 1) * pp) + extra_warmup;
   warmup = std::min(warmup, total);
   std::vector<PipelinePass> order;
   order.reserve(2 * total);
@@ -30,6 +30,7 @@ std::vector<PipelinePass> pipeline_order(int pp, int vp, int microbatches, int r
   for (int i = 0; i < total - warmup; ++i) {
     order.push_back(pass(warmup + i, true));
     order.push_back(pass(i, false));
+    order[order.size() - 2].steady = order.back().steady = true;
   }
   for (int k = total - warmup; k < total; ++k) order.push_back(pass(k, false));
   return order;

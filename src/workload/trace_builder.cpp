@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "fmsim/common/error.hpp"
 #include "fmsim/workload/pipeline_schedule.hpp"
@@ -118,9 +119,17 @@ class RankBuilder {
   void build() {
     const auto& p = w_.s.parallelism;
     gather_parameters();
-    for (const PipelinePass& pass : pipeline_order(p.pp, p.vp, p.microbatches, at_.pp)) {
-      if (pass.forward) forward(pass.microbatch, pass.chunk);
-      else backward(pass.microbatch, pass.chunk);
+    const bool combine = w_.s.training.overlap_moe_expert_parallel_comm;
+    const auto order = pipeline_order(p.pp, p.vp, p.microbatches, at_.pp, combine ? 1 : 0);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const PipelinePass& pass = order[i];
+      if (combine && pass.forward && pass.steady) {  // a steady-state forward and the backward after it
+        forward_backward(pass, order[++i]);
+      } else if (pass.forward) {
+        forward(pass.microbatch, pass.chunk);
+      } else {
+        backward(pass.microbatch, pass.chunk);
+      }
     }
     optimizer_step();
   }
@@ -282,59 +291,115 @@ class RankBuilder {
   }
 
   // ---- pipeline passes ----
-  void forward(int microbatch, int chunk) {
-    const int stage = virtual_stage(chunk);
-    const auto [begin, end] = layers_[stage];
+  /// A forward or backward pass of one micro-batch through one model chunk, while it is being emitted.
+  struct Pass {
+    int microbatch = 0, chunk = 0, stage = 0, begin = 0, end = 0;
+    int node = -1;                ///< last node so far
+    std::map<int, int> gathers;   ///< parameter all-gathers its layers wait for
+    bool reduce_now = false;      ///< backward: gradients are reduced as the layers complete
+    int layers() const { return end - begin; }
+  };
+
+  Pass forward_begin(int microbatch, int chunk) {
+    Pass f;
+    f.microbatch = microbatch;
+    f.chunk = chunk;
+    f.stage = virtual_stage(chunk);
+    std::tie(f.begin, f.end) = layers_[f.stage];
     std::vector<int> deps;
-    if (stage > 0) deps.push_back(receive(stage - 1, microbatch, stage, true));
+    if (f.stage > 0) deps.push_back(receive(f.stage - 1, microbatch, f.stage, true));
     if (!w_.s.training.overlap_param_gather && last_gather_ >= 0 && microbatch == 0) deps.push_back(last_gather_);
-    int node = -1;
-    if (stage == 0) node = w_.memory(rank_, "embedding", 2.0 * w_.tokens_sp * w_.s.model.hidden * w_.act_bytes, deps);
-    else node = w_.memory(rank_, "recv.wait", 0, deps);
-    std::map<int, int> gathers;
-    if (microbatch == 0) gathers = gathered_[chunk];
-    else if (zero3()) gathers = gather_chunk(chunk, {node});  // FSDP: gathered again for every micro-batch
-    for (int layer = begin; layer < end; ++layer) {
-      node = wait_for_bucket(gathers, layer, node, true);
-      node = detail::emit_layer_forward(w_, rank_, c_, layer, node);
-    }
-    if (stage == stages() - 1) {
+    if (f.stage == 0) f.node = w_.memory(rank_, "embedding", 2.0 * w_.tokens_sp * w_.s.model.hidden * w_.act_bytes, deps);
+    else f.node = w_.memory(rank_, "recv.wait", 0, deps);
+    if (microbatch == 0) f.gathers = gathered_[chunk];
+    else if (zero3()) f.gathers = gather_chunk(chunk, {f.node});  // FSDP: gathered again for every micro-batch
+    return f;
+  }
+  /// The pieces of the forward's i-th layer, after waiting for its parameters.
+  detail::LayerPieces forward_layer(Pass& f, int i) {
+    const int layer = f.begin + i;
+    f.node = wait_for_bucket(f.gathers, layer, f.node, true);
+    return detail::layer_forward_pieces(w_, rank_, c_, layer);
+  }
+  void forward_finish(Pass& f) {
+    if (f.stage == stages() - 1) {
       const double t = w_.tokens, v = w_.vocab_padded / static_cast<double>(w_.s.parallelism.tp);
-      node = w_.gemm(rank_, "logits", t, v, w_.s.model.hidden, false, {node});
-      node = w_.memory(rank_, "loss", 2 * t * v * 4.0, {node});  // FP32 softmax cross-entropy
+      f.node = w_.gemm(rank_, "logits", t, v, w_.s.model.hidden, false, {f.node});
+      f.node = w_.memory(rank_, "loss", 2 * t * v * 4.0, {f.node});  // FP32 softmax cross-entropy
     } else {
-      node = send(stage + 1, microbatch, true, node);
+      f.node = send(f.stage + 1, f.microbatch, true, f.node);
     }
-    forward_end_[{microbatch, chunk}] = node;
+    forward_end_[{f.microbatch, f.chunk}] = f.node;
+  }
+
+  Pass backward_begin(int microbatch, int chunk) {
+    const auto& p = w_.s.parallelism;
+    Pass b;
+    b.microbatch = microbatch;
+    b.chunk = chunk;
+    b.stage = virtual_stage(chunk);
+    std::tie(b.begin, b.end) = layers_[b.stage];
+    std::vector<int> deps{forward_end_.at({microbatch, chunk})};
+    if (b.stage < stages() - 1) deps.push_back(receive(b.stage + 1, microbatch, b.stage, false));
+    b.node = w_.memory(rank_, "bwd.start", 0, deps);
+    if (b.stage == stages() - 1) {
+      const double t = w_.tokens, v = w_.vocab_padded / static_cast<double>(p.tp);
+      b.node = w_.memory(rank_, "loss.bwd", 2 * t * v * 4.0, {b.node});
+      b.node = w_.gemm(rank_, "logits.dgrad", t, w_.s.model.hidden, v, false, {b.node});
+      b.node = w_.gemm(rank_, "logits.wgrad", w_.s.model.hidden, v, t, false, {b.node});
+    }
+    b.reduce_now = w_.s.training.overlap_grad_reduce &&
+                   (microbatch == p.microbatches - 1 || p.sharding == Sharding::optim_grads ||
+                    p.sharding == Sharding::optim_grads_params);
+    if (zero3()) b.gathers = gather_chunk(chunk, {b.node});  // FSDP: parameters gathered again for backward
+    return b;
+  }
+  /// The pieces of the backward's i-th layer (last layer first).
+  detail::LayerPieces backward_layer(Pass& b, int i) {
+    const int layer = b.end - 1 - i;
+    if (zero3()) b.node = wait_for_bucket(b.gathers, layer, b.node, false);
+    return detail::layer_backward_pieces(w_, rank_, c_, layer);
+  }
+  /// After the backward's i-th layer: reduce the buckets it completed.
+  void backward_layer_done(Pass& b, int i) {
+    const int layer = b.end - 1 - i;
+    if (b.reduce_now && layer > b.begin) reduce_bucket_if_full(b.chunk, layer, b.node);
+  }
+  void backward_finish(Pass& b) {
+    if (b.stage == 0) b.node = w_.memory(rank_, "embedding.bwd", 2.0 * w_.tokens_sp * w_.s.model.hidden * w_.act_bytes, {b.node});
+    if (b.reduce_now) reduce_bucket_if_full(b.chunk, b.begin, b.node);
+    if (b.stage > 0) b.node = send(b.stage - 1, b.microbatch, false, b.node);
+    last_compute_ = b.node;
+  }
+
+  void forward(int microbatch, int chunk) {
+    Pass f = forward_begin(microbatch, chunk);
+    for (int i = 0; i < f.layers(); ++i) f.node = detail::emit_pieces(forward_layer(f, i), f.node);
+    forward_finish(f);
   }
 
   void backward(int microbatch, int chunk) {
-    const auto& p = w_.s.parallelism;
-    const int stage = virtual_stage(chunk);
-    const auto [begin, end] = layers_[stage];
-    std::vector<int> deps{forward_end_.at({microbatch, chunk})};
-    if (stage < stages() - 1) deps.push_back(receive(stage + 1, microbatch, stage, false));
-    int node = w_.memory(rank_, "bwd.start", 0, deps);
-    if (stage == stages() - 1) {
-      const double t = w_.tokens, v = w_.vocab_padded / static_cast<double>(p.tp);
-      node = w_.memory(rank_, "loss.bwd", 2 * t * v * 4.0, {node});
-      node = w_.gemm(rank_, "logits.dgrad", t, w_.s.model.hidden, v, false, {node});
-      node = w_.gemm(rank_, "logits.wgrad", w_.s.model.hidden, v, t, false, {node});
+    Pass b = backward_begin(microbatch, chunk);
+    for (int i = 0; i < b.layers(); ++i) {
+      b.node = detail::emit_pieces(backward_layer(b, i), b.node);
+      backward_layer_done(b, i);
     }
-    const bool reduce_now = microbatch == p.microbatches - 1 ||
-                            p.sharding == Sharding::optim_grads || p.sharding == Sharding::optim_grads_params;
-    std::map<int, int> gathers;
-    if (zero3()) gathers = gather_chunk(chunk, {node});  // FSDP: parameters gathered again for backward
-    const bool overlap = w_.s.training.overlap_grad_reduce;
-    for (int layer = end - 1; layer >= begin; --layer) {
-      if (zero3()) node = wait_for_bucket(gathers, layer, node, false);
-      node = detail::emit_layer_backward(w_, rank_, c_, layer, node);
-      if (reduce_now && overlap && layer > begin) reduce_bucket_if_full(chunk, layer, node);
+    backward_finish(b);
+  }
+
+  /// overlap_moe_expert_parallel_comm: a forward and a backward of other micro-batches run as one step,
+  /// their layers paired (the forward's first with the backward's first, i.e. the chunk's last).
+  void forward_backward(const PipelinePass& fp, const PipelinePass& bp) {
+    Pass f = forward_begin(fp.microbatch, fp.chunk);
+    Pass b = backward_begin(bp.microbatch, bp.chunk);
+    for (int i = 0; i < std::max(f.layers(), b.layers()); ++i) {
+      detail::LayerPieces fwd = i < f.layers() ? forward_layer(f, i) : detail::LayerPieces{};
+      detail::LayerPieces bwd = i < b.layers() ? backward_layer(b, i) : detail::LayerPieces{};
+      std::tie(f.node, b.node) = detail::emit_pieces_combined(fwd, bwd, f.node, b.node);
+      if (i < b.layers()) backward_layer_done(b, i);
     }
-    if (stage == 0) node = w_.memory(rank_, "embedding.bwd", 2.0 * w_.tokens_sp * w_.s.model.hidden * w_.act_bytes, {node});
-    if (reduce_now && overlap) reduce_bucket_if_full(chunk, begin, node);
-    if (stage > 0) node = send(stage - 1, microbatch, false, node);
-    last_compute_ = node;
+    forward_finish(f);
+    backward_finish(b);
   }
 
   /// A pipeline transfer of one micro-batch's activations (forward) or their gradients (backward),

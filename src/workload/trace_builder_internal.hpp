@@ -1,6 +1,7 @@
 #pragma once
 // Shared by trace_builder.cpp (schedule, pipeline, data parallelism) and layer_ops.cpp (the kernels
 // and tensor/context/expert-parallel collectives of one transformer layer).
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -40,9 +41,52 @@ class TraceWriter {
   std::map<std::pair<std::string, std::vector<int>>, int> comm_ids_;
 };
 
-/// Emits the forward of one layer on one rank (one micro-batch); returns the node that ends it.
-int emit_layer_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after);
-/// Emits the backward of one layer; returns the node that ends it.
-int emit_layer_backward(TraceWriter& w, int rank, const Communicators& c, int layer, int after);
+/// A layer's work in the pieces Megatron's fine-grained scheduler runs (MLM MR3217): the forward is
+/// attention (with the router and permutation), dispatch all-to-all, experts, combine all-to-all, post
+/// (unpermutation, residual); the backward is pre (recompute, unpermutation), combine all-to-all,
+/// experts, dispatch all-to-all, delayed expert weight gradients, attention. A dense layer is one
+/// forward piece and two backward ones (pre holds its MLP).
+enum class PieceRole { pre, attention, dispatch, experts, combine, wgrad, post };
+struct LayerPiece {
+  PieceRole role;
+  std::function<int(int after)> emit;  ///< adds the piece's nodes after `after`; returns the last
+};
+using LayerPieces = std::vector<LayerPiece>;
+
+LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer);
+LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer);
+/// Emits pieces one after the other; returns the last node.
+int emit_pieces(const LayerPieces& pieces, int after);
+/// Emits one layer's forward and another's backward together (overlap_moe_expert_parallel_comm), in
+/// the order of MLM's schedule_layer_1f1b, so that each all-to-all (EP stream) runs beside the other
+/// pass's compute. Returns the last node of the forward and of the backward.
+std::pair<int, int> emit_pieces_combined(const LayerPieces& forward, const LayerPieces& backward, int forward_after,
+                                         int backward_after);
+
+inline int emit_layer_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
+  return emit_pieces(layer_forward_pieces(w, rank, c, layer), after);
+}
+inline int emit_layer_backward(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
+  return emit_pieces(layer_backward_pieces(w, rank, c, layer), after);
+}
+
+// The MoE block's steps (moe_ops.cpp, alltoall dispatcher; MEGATRON-NOTES.md section 6).
+/// Forward: router GEMM and permutation of the routed rows. Backward: the permutation's gradient.
+int moe_route(TraceWriter& w, int rank, bool backward, int after);
+/// All-to-all to the experts (EP), then the ETP all-gather: the dispatch, or in backward the gradient
+/// of the combine.
+int moe_a2a_to_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after);
+/// Expert GEMMs and activation (and the shared experts); in backward the data gradients, and the weight
+/// gradients too unless `delay_wgrad`.
+int moe_experts(TraceWriter& w, int rank, bool backward, bool delay_wgrad, int after);
+/// The experts' weight-gradient GEMMs when delayed (delay_wgrad_compute).
+int moe_expert_wgrad(TraceWriter& w, int rank, int after);
+/// ETP reduce-scatter, then the all-to-all back from the experts (EP): the combine, or in backward the
+/// gradient of the dispatch.
+int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after);
+/// Unpermutation (weighted sum of the expert outputs), forward or backward.
+int moe_unpermute(TraceWriter& w, int rank, bool backward, int after);
+
+std::vector<int> after_of(int node);
 
 }  // namespace fmsim::workload::detail

@@ -47,6 +47,13 @@ struct TrainingOptions {
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   bool tp_comm_overlap = false;
+  /// Megatron's overlap_moe_expert_parallel_comm (Megatron-Bridge `moe_a2a_overlap`): the steady state
+  /// runs one micro-batch's forward and another's backward together, layer by layer, so that each EP
+  /// all-to-all hides behind the other pass's compute (combined 1F1B, MLM MR3470).
+  bool overlap_moe_expert_parallel_comm = false;
+  /// delay_wgrad_compute: the experts' weight-gradient GEMMs run after the backward dispatch all-to-all
+  /// is issued, beside it (on by default with the overlap, as Megatron-Bridge sets both).
+  bool delay_wgrad_compute = false;
   bool grad_reduce_in_fp32 = false;
   bool fp8_param_gather = false;
   double bucket_params = 0;        ///< DDP bucket size in parameters; 0 = Megatron's default max(4e7, 1e6 dp)

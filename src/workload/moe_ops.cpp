@@ -1,0 +1,116 @@
+// The steps of a MoE block on one rank with Megatron-Core's alltoall dispatcher (MEGATRON-NOTES.md
+// section 6): router, permutation, all-to-all to the experts (then the ETP all-gather), expert GEMMs,
+// (ETP reduce-scatter, then) all-to-all back, unpermutation. Backward runs the same steps in reverse.
+#include "trace_builder_internal.hpp"
+
+namespace fmsim::workload::detail {
+namespace {
+
+using collectives::Op;
+
+struct MoeShape {
+  double tokens_in;        ///< tokens this rank routes (its sequence-parallel share)
+  double routed_bytes;     ///< the permuted rows it sends: tokens x top-k x hidden x element bytes
+  double rows_per_expert;  ///< rows each local expert receives (balanced routing)
+  int local_experts;
+  double fc1_n, fc2_k;     ///< expert FC1 output width and FC2 input width on this ETP rank
+  double gated;
+};
+
+MoeShape moe_shape(const TraceWriter& w) {
+  const auto& m = w.s.model;
+  const auto& p = w.s.parallelism;
+  MoeShape s{};
+  s.tokens_in = w.tokens_sp;
+  s.routed_bytes = s.tokens_in * m.moe.experts_per_token * m.hidden * w.act_bytes;
+  s.local_experts = m.moe.experts / p.ep;
+  s.rows_per_expert = s.tokens_in * m.moe.experts_per_token * p.etp / s.local_experts;
+  s.gated = m.gated_mlp ? 2 : 1;
+  s.fc1_n = s.gated * m.moe.expert_ffn / p.etp;
+  s.fc2_k = m.moe.expert_ffn / static_cast<double>(p.etp);
+  return s;
+}
+
+bool fp8_of(const TraceWriter& w) { return w.s.training.precision == Precision::fp8; }
+
+}  // namespace
+
+int moe_route(TraceWriter& w, int rank, bool backward, int after) {
+  const MoeShape s = moe_shape(w);
+  int node = after;
+  if (!backward) node = w.gemm(rank, "moe.router", s.tokens_in, w.s.model.moe.experts, w.s.model.hidden, false, after_of(node));
+  return w.memory(rank, backward ? "moe.permute.bwd" : "moe.permute", (backward ? 4 : 2) * s.routed_bytes, after_of(node));
+}
+
+int moe_a2a_to_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after) {
+  const MoeShape s = moe_shape(w);
+  const int etp = w.s.parallelism.etp;
+  int node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, s.routed_bytes,
+                          backward ? "moe.combine.bwd" : "moe.dispatch", after_of(after));
+  if (etp > 1) {
+    node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::all_gather, s.routed_bytes * etp, "moe.etp_ag", after_of(node));
+  }
+  return node;
+}
+
+int moe_experts(TraceWriter& w, int rank, bool backward, bool delay_wgrad, int after) {
+  const auto& m = w.s.model;
+  const auto& tr = w.s.training;
+  const MoeShape s = moe_shape(w);
+  const bool fp8 = fp8_of(w);
+  const double rows = s.rows_per_expert, h = m.hidden;
+  const int e = s.local_experts;
+  const double act_bytes = (s.gated + 1) * rows * e * s.fc2_k * w.act_bytes;
+  int node = after;
+  if (!backward) {
+    node = w.gemm(rank, "moe.fc1", rows, s.fc1_n, h, fp8, after_of(node), e);
+    node = w.memory(rank, "moe.act", act_bytes, after_of(node));
+    node = w.gemm(rank, "moe.fc2", rows, h, s.fc2_k, fp8, after_of(node), e);
+  } else {
+    const bool act_again = tr.recompute == Recompute::selective && tr.recompute_modules.moe_act;
+    node = w.gemm(rank, "moe.fc2.dgrad", rows, s.fc2_k, h, fp8, after_of(node), e);
+    if (!delay_wgrad) node = w.gemm(rank, "moe.fc2.wgrad", h, s.fc2_k, rows, fp8, after_of(node), e);
+    node = w.memory(rank, "moe.act.bwd", (2 + (act_again ? 1 : 0)) * act_bytes, after_of(node));
+    node = w.gemm(rank, "moe.fc1.dgrad", rows, h, s.fc1_n, fp8, after_of(node), e);
+    if (!delay_wgrad) node = w.gemm(rank, "moe.fc1.wgrad", s.fc1_n, h, rows, fp8, after_of(node), e);
+  }
+  if (m.moe.shared_ffn > 0) {
+    const double t = s.tokens_in, shared_n = s.gated * m.moe.shared_ffn, shared_k = m.moe.shared_ffn;
+    if (!backward) {
+      node = w.gemm(rank, "moe.shared_fc1", t, shared_n, h, fp8, after_of(node));
+      node = w.gemm(rank, "moe.shared_fc2", t, h, shared_k, fp8, after_of(node));
+    } else {
+      node = w.gemm(rank, "moe.shared_fc2.dgrad", t, shared_k, h, fp8, after_of(node));
+      node = w.gemm(rank, "moe.shared_fc2.wgrad", h, shared_k, t, fp8, after_of(node));
+      node = w.gemm(rank, "moe.shared_fc1.dgrad", t, h, shared_n, fp8, after_of(node));
+      node = w.gemm(rank, "moe.shared_fc1.wgrad", shared_n, h, t, fp8, after_of(node));
+    }
+  }
+  return node;
+}
+
+int moe_expert_wgrad(TraceWriter& w, int rank, int after) {
+  const MoeShape s = moe_shape(w);
+  const bool fp8 = fp8_of(w);
+  const double rows = s.rows_per_expert, h = w.s.model.hidden;
+  int node = w.gemm(rank, "moe.fc2.wgrad", h, s.fc2_k, rows, fp8, after_of(after), s.local_experts);
+  return w.gemm(rank, "moe.fc1.wgrad", s.fc1_n, h, rows, fp8, after_of(node), s.local_experts);
+}
+
+int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after) {
+  const MoeShape s = moe_shape(w);
+  const int etp = w.s.parallelism.etp;
+  int node = after;
+  if (etp > 1) {
+    node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::reduce_scatter, s.routed_bytes * etp, "moe.etp_rs", after_of(node));
+  }
+  return w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, s.routed_bytes,
+                      backward ? "moe.dispatch.bwd" : "moe.combine", after_of(node));
+}
+
+int moe_unpermute(TraceWriter& w, int rank, bool backward, int after) {
+  const MoeShape s = moe_shape(w);
+  return w.memory(rank, backward ? "moe.unpermute.bwd" : "moe.unpermute", (backward ? 4 : 2) * s.routed_bytes, after_of(after));
+}
+
+}  // namespace fmsim::workload::detail

@@ -1,0 +1,102 @@
+// Megatron-Core's EP all-to-all overlap (overlap_moe_expert_parallel_comm): the pipeline order gains a
+// warm-up forward, and each steady-state step issues a forward and a backward layer together so that
+// every all-to-all sits beside the other pass's compute (MLM schedule_layer_1f1b). No simulation here.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "fmsim/workload/pipeline_schedule.hpp"
+#include "fmsim/workload/trace_builder.hpp"
+#include "test_support.hpp"
+
+using namespace fmsim;
+using namespace fmsim::workload;
+
+namespace {
+
+Trace moe_trace(bool overlap, bool delay_wgrad) {
+  nlohmann::json doc = {
+      {"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 2}}},
+      {"model", {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 4}}},
+      {"parallelism", {{"pipeline_model_parallel_size", 2}, {"virtual_pipeline_model_parallel_size", 2},
+                       {"expert_model_parallel_size", 8}, {"global_batch_size", 32}}},
+      {"training", {{"seq_length", 2048}, {"overlap_moe_expert_parallel_comm", overlap}, {"delay_wgrad_compute", delay_wgrad}}}};
+  Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+  std::vector<int> rank_gpu(16);
+  for (int i = 0; i < 16; ++i) rank_gpu[i] = i;
+  return build_trace(s, rank_gpu, false);
+}
+
+/// Names of rank 0's nodes on one stream, in issue order.
+std::vector<std::string> stream_of(const Trace& trace, const std::string& stream) {
+  std::vector<std::string> names;
+  for (const auto& n : trace.nodes) {
+    if (n.rank == 0 && n.stream == stream && n.name.rfind("moe.", 0) == 0) names.push_back(n.name);
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("the all-to-all overlap adds one warm-up forward to the pipeline order", "[workload]") {
+  for (int vp : {1, 2}) {
+    for (int rank = 0; rank < 2; ++rank) {
+      const auto plain = pipeline_order(2, vp, 4, rank), overlapped = pipeline_order(2, vp, 4, rank, 1);
+      REQUIRE(overlapped.size() == plain.size());
+      auto warmup = [](const std::vector<PipelinePass>& order) {
+        std::size_t k = 0;
+        while (k < order.size() && order[k].forward) ++k;
+        return k;
+      };
+      CHECK(warmup(overlapped) == std::min(warmup(plain) + 1, static_cast<std::size_t>(4 * vp + 1)));
+      // The steady state alternates forward, backward; each forward (run together with the backward
+      // after it) belongs to another micro-batch. Warm-up and cool-down passes are not steady.
+      std::size_t steady = 0;
+      for (std::size_t i = 0; i < overlapped.size(); ++i) {
+        if (!overlapped[i].steady) continue;
+        ++steady;
+        if (!overlapped[i].forward) continue;
+        REQUIRE(i + 1 < overlapped.size());
+        CHECK_FALSE(overlapped[i + 1].forward);
+        CHECK(overlapped[i + 1].steady);
+        CHECK_FALSE((overlapped[i].microbatch == overlapped[i + 1].microbatch && overlapped[i].chunk == overlapped[i + 1].chunk));
+      }
+      const std::size_t total = 4 * vp, warmups = std::min<std::size_t>((vp == 1 ? 2 - rank - 1 : 2 * (2 - rank - 1) + (vp - 1) * 2) + 1, total);
+      CHECK(steady == 2 * (total - warmups));
+    }
+  }
+}
+
+TEST_CASE("combined 1F1B issues each all-to-all beside the other pass's compute", "[workload]") {
+  // Sequential passes: a layer's all-to-alls follow each other pass by pass.
+  const auto plain = stream_of(moe_trace(false, false), "ep");
+  REQUIRE(plain.size() >= 4);
+  CHECK(plain[0] == "moe.dispatch");
+  CHECK(plain[1] == "moe.combine");
+  // Combined: the steady state interleaves the backward's combine gradient, the forward's dispatch, the
+  // backward's dispatch gradient and the forward's combine, the order of MLM schedule_layer_1f1b.
+  const Trace combined = moe_trace(true, true);
+  const auto ep = stream_of(combined, "ep");
+  REQUIRE(ep.size() == plain.size());  // the same all-to-alls, reordered
+  const std::vector<std::string> step{"moe.combine.bwd", "moe.dispatch", "moe.dispatch.bwd", "moe.combine"};
+  bool found = false;
+  for (std::size_t i = 0; i + step.size() <= ep.size() && !found; ++i) {
+    found = std::equal(step.begin(), step.end(), ep.begin() + static_cast<long>(i));
+  }
+  CHECK(found);
+  // With delay_wgrad_compute the experts' weight gradients leave their backward: they follow the FC1
+  // data gradient (issued once the dispatch gradient may start) instead of each data gradient.
+  auto next_after = [](const std::vector<std::string>& names, const std::string& name) {
+    std::vector<std::string> next;
+    for (std::size_t i = 0; i + 1 < names.size(); ++i) {
+      if (names[i] == name) next.push_back(names[i + 1]);
+    }
+    return next;
+  };
+  const auto delayed = stream_of(combined, "compute");
+  REQUIRE_FALSE(next_after(delayed, "moe.fc2.dgrad").empty());
+  for (const auto& n : next_after(delayed, "moe.fc2.dgrad")) CHECK(n == "moe.act.bwd");
+  for (const auto& n : next_after(delayed, "moe.fc1.dgrad")) CHECK(n != "moe.fc1.wgrad");
+  const auto undelayed = stream_of(moe_trace(true, false), "compute");
+  for (const auto& n : next_after(undelayed, "moe.fc2.dgrad")) CHECK(n == "moe.fc2.wgrad");
+}
