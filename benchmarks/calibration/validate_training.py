@@ -31,6 +31,12 @@ LAYOUTS = {"llama3-70b": {"pipeline_model_parallel_layout": "Et*2|(t*2|)*34,t*3|
 # the experts' activation).
 RECOMPUTE = {"gpt-oss-120b": ["layernorm", "moe_act"]}
 
+# Published recipes' EP all-to-all overlap (Megatron-Bridge scripts/performance/configs/qwen/
+# qwen3_workload_base_configs.py: QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1, the row's TP2 PP8 VP4
+# EP32 GBS 2048 layout, sets moe_a2a_overlap=True, i.e. overlap_moe_expert_parallel_comm and
+# delay_wgrad_compute).
+A2A_OVERLAP = {"qwen3-235b-a22b"}
+
 
 def as_int(value, default=1):
     try:
@@ -69,6 +75,8 @@ def scenario_of(row):
         par.update(LAYOUTS.get(model, {}))
     training = {"seq_length": as_int(row["seq_len"]), "precision": precision, "tp_comm_overlap": tp > 1,
                 "overlap_grad_reduce": True, "overlap_param_gather": True}
+    if model in A2A_OVERLAP:
+        training["overlap_moe_expert_parallel_comm"] = True
     if model in RECOMPUTE:
         training.update({"recompute_granularity": "selective", "recompute_modules": RECOMPUTE[model]})
     return {"schema": "fmsim.scenario/1", "name": f"{model}-{gpus}gpu",
