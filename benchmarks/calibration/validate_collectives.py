@@ -89,6 +89,13 @@ def main():
     tables.append(("coll-h100-8gpu-nvls-gpu-count-sweep and coll-h100-8gpu-ring-vs-nvls-nccl-maintainer: 4 GiB all_reduce, "
                    "ring forced vs tuned (measured '~365-370' taken as 367.5)", rows))
 
+    # A published point outside calibration/ (not counted in the summary): NVIDIA/nccl pull request #1112
+    # (2023-12), nccl-tests on 8 AWS p5 nodes, NVLSTree, 4 GiB all_reduce, NCCL 2.19.1: 280.03 GB/s busbw.
+    p5_16node = os.path.join(ROOT, "topologies", "p5-16node.json")
+    extra = simulate(args.fmsim, p5_16node, "all_reduce", [4294967296], gpus=64, algo="nvls_tree")[4294967296]
+    tables.append(("NVIDIA/nccl pull request #1112 (not in calibration/, not counted below): all_reduce, 8 x p5.48xlarge, "
+                   "NVLSTree, NCCL 2.19.1", [(4294967296, 280.03, extra["busbw_GBps"], "busbw GB/s", "nvls_tree/Simple", False)]))
+
     out = []
     within, total, worst = 0, 0, (0, "")
     for title, rows in tables:
@@ -97,7 +104,7 @@ def main():
         out.append("|---:|---:|---:|---|---:|---|")
         for label, measured, simulated, unit, algo, counted in rows:
             error = (simulated - measured) / measured * 100 if measured else float("nan")
-            mark = "" if counted else " (latency)"
+            mark = "" if counted else (" (latency)" if unit == "time us" or (isinstance(label, int) and label < MiB) else " (not counted)")
             out.append(f"| {label} | {measured:.2f} | {simulated:.2f} | {unit} | {error:+.1f} %{mark} | {algo} |")
             if counted:
                 total += 1

@@ -65,6 +65,24 @@ TEST_CASE("ring traffic per rank is the textbook volume", "[collectives]") {
   CHECK(pairwise.shape(Op::alltoall, layout).net_bytes_per_island == Approx(8.0 * 56 / 64));
 }
 
+TEST_CASE("a double binary tree is as slow as its busiest node", "[collectives]") {
+  // Each tree carries S/2 up and back down, so a node moves S/2 per tree edge it touches. Two nodes: each
+  // is root in one tree and leaf in the other (1 edge + 1 edge: S). Three: the trees are chains
+  // (0-2-1 and its shift 1-0-2), and the middle of one is an end of the other (2 + 1 edges: 1.5 S). From
+  // four up some node is inner with two children in one tree and a leaf in the other (3 + 1: 2 S), where
+  // the average over nodes, 2 (I-1)/I S, stays below 2 S.
+  CHECK(double_binary_tree_bytes_per_island(2) == Approx(1.0));
+  CHECK(double_binary_tree_bytes_per_island(3) == Approx(1.5));
+  for (int islands : {4, 5, 8, 16, 31, 64, 128, 1000}) {
+    INFO(islands);
+    CHECK(double_binary_tree_bytes_per_island(islands) == Approx(2.0));
+    CHECK(double_binary_tree_bytes_per_island(islands) > 2.0 * (islands - 1) / islands);
+  }
+  auto p5 = fmsim::test::shipped_cluster("p5-16node.json");
+  CHECK(algorithm_model(Algorithm::nvls_tree).shape(Op::all_reduce, layout_of(p5, 64)).net_bytes_per_island == Approx(2.0));
+  CHECK(algorithm_model(Algorithm::tree).shape(Op::all_reduce, layout_of(p5, 16)).net_bytes_per_island == Approx(1.0));
+}
+
 TEST_CASE("hardware limits become clear errors", "[collectives]") {
   auto a100 = fmsim::test::shipped_cluster("p4de-2node.json");
   auto single = layout_of(a100, 8);

@@ -61,6 +61,12 @@ class AlgorithmModel {
 const std::vector<std::unique_ptr<AlgorithmModel>>& algorithm_registry();
 const AlgorithmModel& algorithm_model(Algorithm algorithm);
 
+/// Network bytes (x S) the busiest island sends (and receives) in an all_reduce over NCCL's double binary
+/// tree of `islands` nodes: each tree carries S/2 up to the root and back down, so a node moves S/2 per
+/// tree edge it touches; the time follows the node with the most edges over both trees (2 S from 4
+/// nodes up: inner with two children in one tree, leaf in the other), not the average 2 (I-1)/I S.
+double double_binary_tree_bytes_per_island(int islands);
+
 std::unique_ptr<AlgorithmModel> make_ring();
 std::unique_ptr<AlgorithmModel> make_tree();
 std::unique_ptr<AlgorithmModel> make_nvls();

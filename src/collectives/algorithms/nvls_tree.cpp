@@ -24,10 +24,10 @@ class NvlsTree final : public AlgorithmModel {
 
   TrafficShape shape(Op, const CommLayout& layout) const override {
     TrafficShape shape;
-    const double g = layout.ranks_per_island, islands = layout.islands;
+    const double g = layout.ranks_per_island;
     shape.nvlink_bytes_per_rank = 1.0 + 1.0 / g;
     shape.nvlink_is_nvls = true;
-    shape.net_bytes_per_island = 2.0 * (islands - 1) / islands;
+    shape.net_bytes_per_island = double_binary_tree_bytes_per_island(layout.islands);
     shape.pattern = NetPattern::ring_next;
     // Stages a chunk passes: NVLS reduce, proxy send, wire, reduction with the peer's shard, proxy,
     // NVLS multicast.

@@ -1,12 +1,48 @@
 // Tree: NCCL's double binary tree between islands with a chain inside each island (all_reduce only).
 // Latency grows with log2(islands) instead of the rank count; bandwidth is that of a pipeline whose
 // stages must fill before it streams.
+#include <algorithm>
 #include <cmath>
 
 #include "fmsim/collectives/algorithm.hpp"
 #include "fmsim/collectives/tuning.hpp"
 
 namespace fmsim::collectives {
+namespace {
+
+/// Edges of `rank` in NCCL's binary tree over n ranks (trees.cc ncclGetBtree): a rank's level is its
+/// lowest set bit; the root (rank 0) has one child; a parent is found by clearing that bit and setting
+/// the next one (or just clearing it past the end).
+int btree_edges(int n, int rank) {
+  int bit = 1;
+  while (bit < n && !(bit & rank)) bit <<= 1;
+  if (rank == 0) return n > 1 ? 1 : 0;
+  int edges = 1;  // the parent
+  const int low = bit >> 1;
+  if (low > 0) {
+    ++edges;  // rank - low is always in range
+    for (int step = low; step > 0; step >>= 1) {
+      if (rank + step < n) {
+        ++edges;
+        break;
+      }
+    }
+  }
+  return edges;
+}
+
+}  // namespace
+
+double double_binary_tree_bytes_per_island(int islands) {
+  // The second tree mirrors the first (even counts) or shifts it by one (odd counts), ncclGetDtree.
+  int busiest = 0;
+  for (int r = 0; r < islands; ++r) {
+    const int second = islands % 2 == 0 ? islands - 1 - r : (r - 1 + islands) % islands;
+    busiest = std::max(busiest, btree_edges(islands, r) + btree_edges(islands, second));
+  }
+  return busiest / 2.0;
+}
+
 namespace {
 
 class Tree final : public AlgorithmModel {
@@ -26,8 +62,7 @@ class Tree final : public AlgorithmModel {
     const double islands = layout.islands;
     // Chain: a middle GPU forwards S towards the root and S back down.
     shape.nvlink_bytes_per_rank = layout.ranks_per_island > 1 ? 2.0 : 0.0;
-    // Double binary tree: each island is inner in one tree and a leaf in the other, 2 (I-1)/I x S out.
-    shape.net_bytes_per_island = 2.0 * (islands - 1) / islands;
+    shape.net_bytes_per_island = double_binary_tree_bytes_per_island(layout.islands);
     shape.pattern = NetPattern::ring_next;
     shape.fill_stages = 2 * (layout.ranks_per_island - 1 + static_cast<int>(std::ceil(std::log2(islands))));
     return shape;
