@@ -170,13 +170,13 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
   LayerPieces pieces;
   // Recompute, then the dense MLP backward (grad all-gather -> FC2 dgrad/wgrad -> act' -> FC1
   // dgrad/wgrad -> reduce) or the MoE unpermutation's gradient.
-  pieces.push_back({PieceRole::pre, [&w, &c, rank, layer, moe](int after) {
+  const bool fp8 = tr.precision == Precision::fp8;
+  const Shapes s = shapes_of(w);
+  const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
+  const bool sp = w.s.parallelism.sequence_parallel;
+  const Op reduce = sp ? Op::reduce_scatter : Op::all_reduce;
+  pieces.push_back({PieceRole::pre, [&w, &c, rank, layer, moe, fp8, s, t, tsp, ab, sp, reduce](int after) {
     const auto& tr = w.s.training;
-    const bool fp8 = tr.precision == Precision::fp8;
-    const Shapes s = shapes_of(w);
-    const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
-    const Op reduce = w.s.parallelism.sequence_parallel ? Op::reduce_scatter : Op::all_reduce;
-    const bool sp = w.s.parallelism.sequence_parallel;
     const bool selective = tr.recompute == Recompute::selective;
     const RecomputeModules& again = tr.recompute_modules;
     int node = after;
@@ -204,13 +204,8 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     if (delay_wgrad) pieces.push_back({PieceRole::wgrad, [&w, rank](int after) { return moe_expert_wgrad(w, rank, after); }});
   }
   // Attention backward.
-  pieces.push_back({PieceRole::attention, [&w, &c, rank, layer, moe](int after) {
+  pieces.push_back({PieceRole::attention, [&w, &c, rank, layer, moe, fp8, s, t, tsp, ab, sp, reduce](int after) {
     const auto& tr = w.s.training;
-    const bool fp8 = tr.precision == Precision::fp8;
-    const Shapes s = shapes_of(w);
-    const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
-    const Op reduce = w.s.parallelism.sequence_parallel ? Op::reduce_scatter : Op::all_reduce;
-    const bool sp = w.s.parallelism.sequence_parallel;
     int node = moe ? moe_route(w, rank, true, after) : after;
     node = w.memory(rank, "norm2.bwd", 2 * 5 * tsp * s.h * ab, after_of(node));
     if (sp) node = gemm_with_tp(w, rank, c, {"proj.dgrad", t, s.o_in, s.h}, Op::all_gather, true, node);
