@@ -113,7 +113,8 @@ std::string run_summary(const TrainingRun& run) {
       << " DP" << p.dp << (p.ep > 1 ? " EP" + std::to_string(p.ep) : "") << (p.sequence_parallel ? " SP" : "")
       << ", micro-batch " << p.micro_batch << ", global batch " << p.global_batch << " (" << p.microbatches
       << " micro-batches per pipeline), seq " << s.training.seq << ", " << workload::to_string(s.training.precision)
-      << ", recompute " << workload::describe_recompute(s.training) << ", sharding " << workload::to_string(p.sharding) << "\n";
+      << ", recompute " << workload::describe_recompute(s.training) << ", sharding " << workload::to_string(p.sharding)
+      << (s.training.overlap_moe_expert_parallel_comm ? ", EP all-to-all overlap" : "") << "\n";
   out << "  step time      " << fmt("%10.3f s", step.step_time_s) << "\n";
   out << "  tokens/s/GPU   " << fmt("%10.0f", m.tokens_per_s_per_gpu) << "\n";
   out << "  model TFLOP/s  " << fmt("%10.1f", m.model_tflops_per_gpu) << " per GPU\n";

@@ -175,6 +175,7 @@ def moe_all_to_all_overlap_hides_only_the_all_to_alls():
         # One more warm-up forward (MLM get_pp_rank_microbatches): one more micro-batch in flight.
         assert after["memory"]["activations_bytes"] > before["memory"]["activations_bytes"]
         fast_vs_full(overlapped)
+        assert "EP all-to-all overlap" in run("run", overlapped).stdout
         out = os.path.join(d, "out.json")
         expect_bad_input(["run", SCENARIO, "--set", "training.overlap_moe_expert_parallel_comm=true", "--json", out],
                          ["overlap_moe_expert_parallel_comm", "mixture-of-experts"], out)
