@@ -33,6 +33,13 @@ MoeShape moe_shape(const TraceWriter& w) {
 
 bool fp8_of(const TraceWriter& w) { return w.s.training.precision == Precision::fp8; }
 
+/// The weight-gradient GEMM of FC2 (h x fc2_k) or FC1 (fc1_n x h) of every local expert, over its rows.
+int expert_wgrad(TraceWriter& w, int rank, const MoeShape& s, bool fc1, int after) {
+  const double h = w.s.model.hidden;
+  if (fc1) return w.gemm(rank, "moe.fc1.wgrad", s.fc1_n, h, s.rows_per_expert, fp8_of(w), after_of(after), s.local_experts);
+  return w.gemm(rank, "moe.fc2.wgrad", h, s.fc2_k, s.rows_per_expert, fp8_of(w), after_of(after), s.local_experts);
+}
+
 }  // namespace
 
 int moe_route(TraceWriter& w, int rank, bool backward, int after) {
@@ -69,10 +76,10 @@ int moe_experts(TraceWriter& w, int rank, bool backward, bool delay_wgrad, int a
   } else {
     const bool act_again = tr.recompute == Recompute::selective && tr.recompute_modules.moe_act;
     node = w.gemm(rank, "moe.fc2.dgrad", rows, s.fc2_k, h, fp8, after_of(node), e);
-    if (!delay_wgrad) node = w.gemm(rank, "moe.fc2.wgrad", h, s.fc2_k, rows, fp8, after_of(node), e);
+    if (!delay_wgrad) node = expert_wgrad(w, rank, s, false, node);
     node = w.memory(rank, "moe.act.bwd", (2 + (act_again ? 1 : 0)) * act_bytes, after_of(node));
     node = w.gemm(rank, "moe.fc1.dgrad", rows, h, s.fc1_n, fp8, after_of(node), e);
-    if (!delay_wgrad) node = w.gemm(rank, "moe.fc1.wgrad", s.fc1_n, h, rows, fp8, after_of(node), e);
+    if (!delay_wgrad) node = expert_wgrad(w, rank, s, true, node);
   }
   if (m.moe.shared_ffn > 0) {
     const double t = s.tokens_in, shared_n = s.gated * m.moe.shared_ffn, shared_k = m.moe.shared_ffn;
@@ -91,10 +98,7 @@ int moe_experts(TraceWriter& w, int rank, bool backward, bool delay_wgrad, int a
 
 int moe_expert_wgrad(TraceWriter& w, int rank, int after) {
   const MoeShape s = moe_shape(w);
-  const bool fp8 = fp8_of(w);
-  const double rows = s.rows_per_expert, h = w.s.model.hidden;
-  int node = w.gemm(rank, "moe.fc2.wgrad", h, s.fc2_k, rows, fp8, after_of(after), s.local_experts);
-  return w.gemm(rank, "moe.fc1.wgrad", s.fc1_n, h, rows, fp8, after_of(node), s.local_experts);
+  return expert_wgrad(w, rank, s, true, expert_wgrad(w, rank, s, false, after));
 }
 
 int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after) {
