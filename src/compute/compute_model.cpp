@@ -10,6 +10,8 @@ double attention_efficiency(int sm_version, bool backward) {
   return backward ? 0.55 : 0.70;
 }
 
+double fp8_split_accumulator_efficiency(int sm_version) { return sm_version == 90 ? 1.0 / 1.15 : 1.0; }
+
 double operand_bytes(MathPrecision precision) {
   switch (precision) {
     case MathPrecision::bf16: return 2.0;
@@ -25,12 +27,13 @@ double ComputeModel::peak_flops(MathPrecision precision) const {
   return gpu_.bf16_dense_flops;
 }
 
-double ComputeModel::gemm_s(const GemmShape& shape, MathPrecision precision, int sms_taken) const {
+double ComputeModel::gemm_s(const GemmShape& shape, MathPrecision precision, int sms_taken, bool split_accumulator) const {
   if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0) return 0.0;
   const int sms = std::max(1, gpu_.sm_count - sms_taken);
   // Output tiles a CUTLASS/cuBLAS kernel may use; the library picks the fastest (wave quantization).
   static constexpr double kTiles[][2] = {{128, 256}, {256, 128}, {128, 128}, {64, 128}};
-  const double per_sm_flops = peak_flops(precision) * gpu_.gemm_peak_efficiency / gpu_.sm_count;
+  const double accumulate = split_accumulator && precision == MathPrecision::fp8 ? fp8_split_accumulator_efficiency(gpu_.sm_version) : 1.0;
+  const double per_sm_flops = peak_flops(precision) * gpu_.gemm_peak_efficiency * accumulate / gpu_.sm_count;
   double best = INFINITY;
   for (const auto& tile : kTiles) {
     const double tiles = std::ceil(shape.m / tile[0]) * std::ceil(shape.n / tile[1]);

@@ -29,7 +29,8 @@ double compute_node_s(const TraceNode& n, const hardware::GpuSpec& gpu) {
     case workload::Kernel::gemm: {
       const auto precision = n.fp8 ? compute::MathPrecision::fp8 : compute::MathPrecision::bf16;
       // `bytes`: the FP8 quantization traffic of its inputs (trace_builder.cpp), a memory-bound kernel.
-      return n.repeat * model.gemm_s({n.m, n.n, n.k}, precision, n.sms_taken) + model.memory_s(n.bytes);
+      return n.repeat * model.gemm_s({n.m, n.n, n.k}, precision, n.sms_taken, n.fp8_split_accumulator) +
+             model.memory_s(n.bytes);
     }
     case workload::Kernel::attention_fwd: return model.attention_s(n.flops, false);
     case workload::Kernel::attention_bwd: return model.attention_s(n.flops, true);

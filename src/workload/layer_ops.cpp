@@ -46,15 +46,17 @@ double attention_forward_flops(const TraceWriter& w, int layer) {
 
 /// Tensor-parallel collective before a GEMM (all-gather) or after it (reduce-scatter / all-reduce),
 /// optionally overlapped with the GEMM (tp_comm_overlap: TE userbuffers). Returns the node ending both.
+/// `bulk`: TE's bulk overlap (the backward's second input all-gather and the dgrad reduce-scatter run
+/// whole beside a GEMM, MEGATRON-NOTES.md section 4).
 struct TpGemm {
   std::string name;
   double m, n, k;
-  bool fp8 = true;
+  bool bulk = false;
 };
 
 int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, const TpGemm& g, Op op, bool comm_first, int after) {
   const auto& p = w.s.parallelism;
-  const bool fp8 = g.fp8 && w.s.training.precision == Precision::fp8;
+  const bool fp8 = w.s.training.precision == Precision::fp8;
   const double bytes = static_cast<double>(w.tokens) * w.s.model.hidden * w.act_bytes;
   if (p.tp == 1) return w.gemm(rank, g.name, g.m, g.n, g.k, fp8, after_of(after));
   const std::string comm_name = g.name + (op == Op::all_gather ? ".ag" : op == Op::reduce_scatter ? ".rs" : ".ar");
@@ -67,9 +69,15 @@ int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, const TpGemm&
     return w.collective(rank, c.tp, "tp", Category::tp_comm, op, bytes, comm_name, {gemm});
   }
   // Overlapped: the GEMM runs with kOverlapCommSms SMs fewer while the collective proceeds beside it.
-  // A GEMM->RS pipeline leaves one of its 4 chunks exposed (MEGATRON-NOTES.md section 4).
-  int gemm = w.gemm(rank, g.name, g.m, g.n, g.k, fp8, after_of(after), 1, compute::kOverlapCommSms);
-  const double exposed = comm_first ? 0.0 : 0.25;
+  // Ring-exchange overlaps (AG->GEMM always, GEMM->RS in FP8) run the GEMM as tp chunks of m/tp rows,
+  // one per arriving or departing shard; the BF16 GEMM->RS pipeline runs 4 chunks and leaves one
+  // reduce-scatter chunk exposed, ring-exchange GEMM->RS the last of its tp sends (section 4).
+  int chunks = 1;
+  double exposed = 0.0;
+  if (!g.bulk && comm_first) chunks = p.tp;
+  if (!g.bulk && !comm_first) chunks = fp8 ? p.tp : 4;
+  if (!g.bulk && !comm_first) exposed = 1.0 / chunks;
+  int gemm = w.gemm(rank, g.name, g.m / chunks, g.n, g.k, fp8, after_of(after), chunks, compute::kOverlapCommSms);
   int comm = w.collective(rank, c.tp, "tp", Category::tp_comm, op, bytes * (1 - exposed), comm_name, after_of(after));
   std::vector<int> both{gemm};
   if (comm != after) both.push_back(comm);
@@ -193,8 +201,8 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     else node = w.gemm(rank, "fc2.dgrad", t, s.ffn, s.h, fp8, after_of(node));
     node = w.gemm(rank, "fc2.wgrad", s.h, s.ffn, t, fp8, {node});
     node = w.memory(rank, "act.bwd", 2 * (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
-    node = gemm_with_tp(w, rank, c, {"fc1.dgrad", t, s.h, s.ffn_cols}, reduce, false, node);
-    if (sp) return gemm_with_tp(w, rank, c, {"fc1.wgrad", s.ffn_cols, s.h, t}, Op::all_gather, true, node);  // LN output again
+    node = gemm_with_tp(w, rank, c, {"fc1.dgrad", t, s.h, s.ffn_cols, true}, reduce, false, node);
+    if (sp) return gemm_with_tp(w, rank, c, {"fc1.wgrad", s.ffn_cols, s.h, t, true}, Op::all_gather, true, node);  // LN output again
     return w.gemm(rank, "fc1.wgrad", s.ffn_cols, s.h, t, fp8, {node});
   }});
   if (moe) {
@@ -219,8 +227,8 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     }
     node = attention_with_cp(w, rank, c, layer, true, node);
     node = w.memory(rank, "rope.bwd", 2 * t * (s.q + s.kv) * ab, {node});
-    node = gemm_with_tp(w, rank, c, {"qkv.dgrad", t, s.h, s.q + 2 * s.kv}, reduce, false, node);
-    if (sp) node = gemm_with_tp(w, rank, c, {"qkv.wgrad", s.q + 2 * s.kv, s.h, t}, Op::all_gather, true, node);
+    node = gemm_with_tp(w, rank, c, {"qkv.dgrad", t, s.h, s.q + 2 * s.kv, true}, reduce, false, node);
+    if (sp) node = gemm_with_tp(w, rank, c, {"qkv.wgrad", s.q + 2 * s.kv, s.h, t, true}, Op::all_gather, true, node);
     else node = w.gemm(rank, "qkv.wgrad", s.q + 2 * s.kv, s.h, t, fp8, {node});
     return w.memory(rank, "norm1.bwd", 2 * 2 * tsp * s.h * ab, {node});
   }});

@@ -90,8 +90,15 @@ int TraceWriter::gemm(int rank, const std::string& name, double m, double n, dou
   // FP8 with current scaling quantizes the GEMM's activation (or gradient) input first: an amax pass
   // (read BF16), a cast (read BF16, write FP8) and a transposed FP8 copy for the other GEMM of the pair:
   // 6 bytes per element. Weight-gradient GEMMs reuse the copies made for the data-gradient GEMM.
-  const bool wgrad = name.size() > 6 && name.compare(name.size() - 6, 6, ".wgrad") == 0;
+  const auto ends_with = [&name](const char* suffix) {
+    const std::string s(suffix);
+    return name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  const bool wgrad = ends_with(".wgrad");
   if (fp8 && !wgrad) node.bytes = 6.0 * m * k * repeat;
+  // Transformer Engine runs the backward FP8 GEMMs with the split (FP32-promoting) accumulator and the
+  // forward ones with fast accumulation (recipe MMParams: fprop False, dgrad and wgrad True).
+  node.fp8_split_accumulator = fp8 && (wgrad || ends_with(".dgrad"));
   node.repeat = repeat;
   node.sms_taken = sms_taken;
   node.deps = std::move(deps);

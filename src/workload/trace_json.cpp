@@ -60,6 +60,7 @@ json trace_to_json(const Trace& trace) {
       if (n.kernel == Kernel::gemm) j["gemm_mnk"] = {n.m, n.n, n.k};
       if (n.repeat != 1) j["repeat"] = n.repeat;
       if (n.fp8) j["fp8"] = true;
+      if (n.fp8_split_accumulator) j["fp8_split_accumulator"] = true;
       if (n.sms_taken > 0) j["sms_taken"] = n.sms_taken;
     } else if (n.type == NodeType::coll) {
       j["comm_type"] = kCommTypes.at(n.op);
@@ -138,6 +139,7 @@ Trace trace_from_json(const json& doc, const std::string& file) {
         }
         n.repeat = j.value("repeat", 1);
         n.fp8 = j.value("fp8", false);
+        n.fp8_split_accumulator = j.value("fp8_split_accumulator", false);
         n.sms_taken = j.value("sms_taken", 0);
       } else if (n.type == NodeType::coll) {
         n.op = parse_name(kCommTypes, j.at("comm_type"), file + ": " + where + "/comm_type");

@@ -209,6 +209,61 @@ TEST_CASE("GEMM times reproduce the H100 and GB200 cuBLASLt microbenchmarks", "[
   CHECK(h100.memory_s(2.9e9) == Approx(1e-3).epsilon(0.05));  // STREAM ~2.9-3.0 TB/s
 }
 
+TEST_CASE("backward FP8 GEMMs pay the split accumulator on Hopper only", "[compute]") {
+  const compute::GemmShape shape{8192, 8192, 8192};
+  const auto fp8 = compute::MathPrecision::fp8;
+  compute::ComputeModel h100(test::catalog().gpu("H100-SXM"));
+  compute::ComputeModel b200(test::catalog().gpu("B200"));
+  // Compute-bound: the tensor-core part (time less the fixed overhead) grows by the fast-accumulation
+  // speedup, 1.15 (pytorch/ao #2377: 1.1-1.2x); BF16 and Blackwell have no fast mode.
+  const double fast = h100.gemm_s(shape, fp8) - compute::kGemmFixedOverhead_s;
+  const double split = h100.gemm_s(shape, fp8, 0, true) - compute::kGemmFixedOverhead_s;
+  CHECK(split / fast == Approx(1.15).epsilon(1e-9));
+  CHECK(h100.gemm_s(shape, compute::MathPrecision::bf16, 0, true) == h100.gemm_s(shape, compute::MathPrecision::bf16));
+  CHECK(b200.gemm_s(shape, fp8, 0, true) == b200.gemm_s(shape, fp8));
+  // The trace marks exactly the FP8 data- and weight-gradient GEMMs.
+  auto s = make_scenario({{"tensor_model_parallel_size", 2}, {"sequence_parallel", true}, {"global_batch_size", 8}},
+                         {{"seq_length", 2048}, {"precision", "fp8"}}, nlohmann::json{{"base", "llama3-8b"}, {"num_hidden_layers", 2}}, 1);
+  std::vector<int> rank_gpu(8);
+  for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+  int backward = 0, forward = 0;
+  for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
+    if (n.kernel != Kernel::gemm || !n.fp8) continue;
+    const bool is_backward = n.name.find(".dgrad") != std::string::npos || n.name.find(".wgrad") != std::string::npos;
+    INFO(n.name);
+    CHECK(n.fp8_split_accumulator == is_backward);
+    (is_backward ? backward : forward) += 1;
+  }
+  CHECK(backward == 2 * forward);  // per linear layer: one forward, one dgrad and one wgrad
+}
+
+TEST_CASE("ring-exchange TP overlap runs a GEMM as TP chunks; bulk overlaps keep it whole", "[workload]") {
+  // TE userbuffers (MEGATRON-NOTES.md section 4): AG->GEMM is a ring exchange of tp chunks of m/tp rows;
+  // GEMM->RS is a ring exchange in FP8 and a 4-split pipeline in BF16; the backward's second input
+  // all-gather and the dgrad reduce-scatter are bulk overlaps of the whole GEMM.
+  const int tp = 4;
+  for (const std::string precision : {"bf16", "fp8"}) {
+    auto s = make_scenario({{"tensor_model_parallel_size", tp}, {"sequence_parallel", true}, {"global_batch_size", 8}},
+                           {{"seq_length", 2048}, {"precision", precision}, {"tp_comm_overlap", true}},
+                           nlohmann::json{{"base", "llama3-8b"}, {"num_hidden_layers", 1}}, 1);
+    std::vector<int> rank_gpu(8);
+    for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+    std::map<std::string, int> chunks;
+    std::map<std::string, double> rows;
+    for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
+      if (n.kernel == Kernel::gemm) chunks[n.name] = n.repeat, rows[n.name] = n.m * n.repeat;
+    }
+    INFO(precision);
+    const double tokens = 2048;  // micro-batch 1, no CP: the gathered sequence
+    for (const std::string ag_first : {"qkv", "fc1", "proj.dgrad", "fc2.dgrad"}) {
+      CHECK(chunks[ag_first] == tp);
+      CHECK(rows[ag_first] == tokens);  // the chunks cover the gathered rows exactly
+    }
+    for (const std::string rs_after : {"proj", "fc2"}) CHECK(chunks[rs_after] == (precision == "fp8" ? tp : 4));
+    for (const std::string bulk : {"qkv.dgrad", "fc1.dgrad", "qkv.wgrad", "fc1.wgrad"}) CHECK(chunks[bulk] == 1);
+  }
+}
+
 TEST_CASE("a symmetric trace has one rank per stage and round-trips through JSON", "[workload]") {
   auto s = make_scenario({{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 2}, {"global_batch_size", 16}},
                          {{"seq_length", 2048}}, nlohmann::json{{"base", "llama3-8b"}, {"num_hidden_layers", 4}}, 2);

@@ -27,6 +27,15 @@ inline constexpr double kMemoryKernelOverhead_s = 2.0e-6;
 /// Megatron's Transformer Engine does not use.)
 double attention_efficiency(int sm_version, bool backward);
 
+/// Throughput of an FP8 GEMM with the split accumulator (partial sums promoted to FP32 every few
+/// K-steps, CUBLASLT_MATMUL_DESC_FAST_ACCUM off) relative to fast accumulation. Hopper's FP8 tensor cores
+/// accumulate at reduced precision, so cuBLAS adds the promotion work there: fast accumulation is
+/// "a 1.1x to 1.2x speedup" (pytorch/ao issue #2377, H100 benchmark; torchao and Transformer Engine use
+/// the split accumulator for the dgrad and wgrad GEMMs only). 1/1.15 on Hopper; Blackwell's tensor cores
+/// accumulate FP8 in FP32 and have no fast mode (NVIDIA/TransformerEngine PR #2748 review: "there is no
+/// fastAccuMode for sm100"), so 1 there.
+double fp8_split_accumulator_efficiency(int sm_version);
+
 /// SMs a TP communication kernel holds while it overlaps a GEMM (Transformer Engine userbuffers,
 /// MEGATRON-NOTES.md section 4: "communication gets 16 SMs by default").
 inline constexpr int kOverlapCommSms = 16;
@@ -43,8 +52,9 @@ class ComputeModel {
   double peak_flops(MathPrecision precision) const;
   /// GEMM time: the best of a few tile shapes (wave quantization over the SMs) at the GPU's peak
   /// efficiency, or the HBM time of its operands if longer, plus the fixed overhead. `sms_taken` SMs
-  /// are busy with an overlapped communication kernel.
-  double gemm_s(const GemmShape& shape, MathPrecision precision, int sms_taken = 0) const;
+  /// are busy with an overlapped communication kernel; `split_accumulator`: an FP8 GEMM without fast
+  /// accumulation (fp8_split_accumulator_efficiency).
+  double gemm_s(const GemmShape& shape, MathPrecision precision, int sms_taken = 0, bool split_accumulator = false) const;
   /// Fused attention (always BF16 in Megatron recipes, FP8 or not).
   double attention_s(double flops, bool backward) const;
   /// A memory-bound kernel moving `bytes` through HBM.

@@ -32,6 +32,7 @@ struct TraceNode {
   double m = 0, n = 0, k = 0;   ///< GEMM shape
   int repeat = 1;               ///< identical kernels run back to back (e.g. one GEMM per local expert)
   bool fp8 = false;
+  bool fp8_split_accumulator = false;  ///< FP8 GEMM promoting partial sums to FP32 (TE's dgrad/wgrad)
   int sms_taken = 0;            ///< SMs held by an overlapped communication kernel
   double duration_s = -1;       ///< given duration (traces from elsewhere); < 0: from the compute model
   // communication
