@@ -21,6 +21,11 @@ double protocol_factor(Protocol protocol) {
 
 }  // namespace
 
+double net_chunk_factor(const TrafficShape& shape, const CommLayout& layout) {
+  const double chunk_wire_s = tuning::kPipelineChunkBytes / (layout.rail_Bps * tuning::kNetworkEfficiency);
+  return 1.0 + shape.net_chunk_overhead_s / chunk_wire_s;
+}
+
 std::vector<Candidate> candidates(const CommLayout& layout, Op op, std::optional<Algorithm> algorithm,
                                   std::optional<Protocol> protocol, bool full_only) {
   std::vector<Candidate> out;
@@ -60,7 +65,7 @@ Estimate estimate(const Candidate& candidate, Op op, const CommLayout& layout, d
       layout.nvlink_Bps * (shape.nvlink_is_nvls ? tuning::kNvlsEfficiency : tuning::kNvlinkCopyEfficiency);
   e.nvlink_s = shape.nvlink_bytes_per_rank * bytes / nvlink_Bps / slow;
   e.rail_use = candidate.model->rail_use(op, layout, bytes);
-  e.net_s = net_seconds_per_byte * bytes / slow / e.rail_use;
+  e.net_s = net_seconds_per_byte * bytes / slow / e.rail_use * net_chunk_factor(shape, layout);
   double bandwidth_s = shape.phases_add ? e.nvlink_s + e.net_s : std::max(e.nvlink_s, e.net_s);
   if (candidate.protocol == Protocol::ll) {
     double ll_cap = tuning::ll_max_busbw_Bps(layout.sm_version, layout.amd_host, layout.islands);
@@ -89,7 +94,8 @@ CollectiveCost collective_cost(const CommLayout& layout, Op op, double bytes) {
     // whole by the protocol) and what it keeps in closed form.
     best.net_bytes_per_gpu = e.shape.pattern == NetPattern::none
                                  ? 0.0
-                                 : per_gpu * bytes / protocol_factor(candidate.protocol) / e.rail_use;
+                                 : per_gpu * bytes / protocol_factor(candidate.protocol) / e.rail_use *
+                                       net_chunk_factor(e.shape, layout);
     best.fixed_s = e.latency_s + e.fill_s;
     best.nvlink_s = 0;
     if (best.net_bytes_per_gpu <= 0) {

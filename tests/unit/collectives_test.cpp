@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "fmsim/collectives/benchmark.hpp"
+#include "fmsim/collectives/cost.hpp"
 #include "fmsim/collectives/tuning.hpp"
 #include "fmsim/common/error.hpp"
 #include "fmsim/topology/placement.hpp"
@@ -109,6 +110,26 @@ TEST_CASE("time grows with size and busbw stays under the bottleneck", "[collect
   for (const auto& row : sweep(one_node, Op::all_gather, Algorithm::ring).rows) CHECK(row.busbw_GBps <= 450.0);
   // NVLS reduces in the switch: its all_reduce busbw may pass the NVLink rate, never 2x it.
   for (const auto& row : sweep(one_node, Op::all_reduce, Algorithm::nvls).rows) CHECK(row.busbw_GBps <= 900.0);
+}
+
+TEST_CASE("NVLS-tree network chunks each pay a fixed cost", "[collectives]") {
+  auto p5 = fmsim::test::shipped_cluster("p5-2node.json");
+  const auto layout = layout_of(p5, 16);
+  // A 512 KiB chunk on a p5 GPU's 4 x 100 Gb/s rail at 0.82 of line rate, plus 4 us.
+  const double wire_s = 524288.0 / (50e9 * tuning::kNetworkEfficiency);
+  const double factor = (wire_s + tuning::kNvlsTreeNetChunkOverhead_s) / wire_s;
+  const auto nvls_tree = algorithm_model(Algorithm::nvls_tree).shape(Op::all_reduce, layout);
+  CHECK(net_chunk_factor(nvls_tree, layout) == Approx(factor));
+  // The source of the constant: 64 KiB chunks reach 0.371 of the busbw of 512 KiB ones (nccl PR #1112).
+  const double small_s = 65536.0 / (50e9 * tuning::kNetworkEfficiency);
+  CHECK((small_s / (small_s + tuning::kNvlsTreeNetChunkOverhead_s)) / (wire_s / (wire_s + tuning::kNvlsTreeNetChunkOverhead_s)) ==
+        Approx(0.371).epsilon(0.03));
+  // Rings pay none (their 0.82 share is measured with their own chunks).
+  CHECK(net_chunk_factor(algorithm_model(Algorithm::ring).shape(Op::all_reduce, layout), layout) == 1.0);
+  // 16 GiB over two nodes: each GPU sends S/8 at the stretched rate and that bounds the time.
+  auto rows = sweep(layout, Op::all_reduce, Algorithm::nvls_tree).rows;
+  const double network_bound_s = rows.back().size_bytes / 8 / (50e9 * tuning::kNetworkEfficiency) * factor;
+  CHECK(rows.back().time_s == Approx(network_bound_s).epsilon(0.01));
 }
 
 TEST_CASE("large ring all_reduce reaches the calibrated bottleneck", "[collectives]") {

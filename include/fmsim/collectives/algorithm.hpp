@@ -28,6 +28,7 @@ struct TrafficShape {
   NetPattern pattern = NetPattern::none;
   bool phases_add = false;           ///< NVLink and network phases run one after the other
   int fill_stages = 0;               ///< pipeline stages to fill (pipelined tree-like algorithms)
+  double net_chunk_overhead_s = 0;   ///< fixed cost of each network chunk beyond its wire time
 };
 
 class AlgorithmModel {

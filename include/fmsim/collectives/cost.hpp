@@ -32,6 +32,10 @@ struct Estimate {
 };
 
 /// Cost of one candidate at `bytes`, given the network seconds per byte of collective size.
+/// Network time per wire byte is stretched by this when each network chunk costs a fixed time beyond
+/// its wire time (TrafficShape::net_chunk_overhead_s): 1 + overhead / (chunk bytes / rail rate).
+double net_chunk_factor(const TrafficShape& shape, const CommLayout& layout);
+
 Estimate estimate(const Candidate& candidate, Op op, const CommLayout& layout, double bytes, double net_seconds_per_byte);
 
 struct CollectiveCost {

@@ -53,6 +53,14 @@ inline constexpr double kRingSimpleMultiNodeLatencyFactor = 1.4;
 inline constexpr double kPipelineChunkBytes = 524288.0;
 inline constexpr int kChannels = 16;
 
+/// NVLS-tree's network stage: a fixed cost per chunk beyond its wire time (the proxy's post and the
+/// receive-side flush before the NVLS multicast may read the chunk). Set from NVIDIA/nccl PR #1112
+/// (8 p5 nodes, 4 GiB): 64 KiB chunks reach 104 GB/s busbw where the default reaches 280, a ratio of
+/// 0.371 that a per-chunk cost c gives when (64K/B + c)/(512K/B + c) = 0.371 at B = 0.82 x 50 GB/s,
+/// c ~ 4 us. It makes the network share of 512 KiB chunks 62 % of the EFA line rate (not 82 % as for
+/// rings), which the 2-node calibration curve (coll-aws-p5-2node-allreduce-8B-16GB) was not used to set.
+inline constexpr double kNvlsTreeNetChunkOverhead_s = 4.0e-6;
+
 /// Per-peer cost of an alltoall message on the network (proxy progress, RDMA-write handshake for
 /// messages above the 8 KiB eager limit, aws-ofi-nccl doc): an estimate, not fitted to a measurement
 /// (none beyond 2 nodes in the calibration set); see docs/validation.md.

@@ -32,6 +32,7 @@ class NvlsTree final : public AlgorithmModel {
     // Stages a chunk passes: NVLS reduce, proxy send, wire, reduction with the peer's shard, proxy,
     // NVLS multicast.
     shape.fill_stages = 6;
+    shape.net_chunk_overhead_s = tuning::kNvlsTreeNetChunkOverhead_s;
     return shape;
   }
 
