@@ -74,9 +74,10 @@ int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, const TpGemm&
   // reduce-scatter chunk exposed, ring-exchange GEMM->RS the last of its tp sends (section 4).
   int chunks = 1;
   double exposed = 0.0;
-  if (!g.bulk && comm_first) chunks = p.tp;
-  if (!g.bulk && !comm_first) chunks = fp8 ? p.tp : 4;
-  if (!g.bulk && !comm_first) exposed = 1.0 / chunks;
+  if (!g.bulk) {
+    chunks = comm_first || fp8 ? p.tp : 4;
+    if (!comm_first) exposed = 1.0 / chunks;
+  }
   int gemm = w.gemm(rank, g.name, g.m / chunks, g.n, g.k, fp8, after_of(after), chunks, compute::kOverlapCommSms);
   int comm = w.collective(rank, c.tp, "tp", Category::tp_comm, op, bytes * (1 - exposed), comm_name, after_of(after));
   std::vector<int> both{gemm};
