@@ -27,6 +27,19 @@ RankCoords coords_of(const Parallelism& p, int rank) {
 int rank_of(const Parallelism& p, const RankCoords& c) { return c.tp + p.tp * (c.cp + p.cp * (c.dp + p.dp * c.pp)); }
 
 namespace detail {
+namespace {
+
+/// A node's identity: who runs it, what kind it is, where its time is booked, and its name.
+TraceNode node_of(int rank, NodeType type, Category category, std::string name) {
+  TraceNode node;
+  node.rank = rank;
+  node.type = type;
+  node.category = category;
+  node.name = std::move(name);
+  return node;
+}
+
+}  // namespace
 
 TraceWriter::TraceWriter(const Scenario& scenario, Trace& t) : s(scenario), trace(t) {
   const auto& p = s.parallelism;
@@ -50,12 +63,8 @@ int TraceWriter::add(TraceNode node) {
 }
 
 TraceNode TraceWriter::compute(int rank, const std::string& name, Kernel kernel, Category category) const {
-  TraceNode node;
-  node.rank = rank;
-  node.type = NodeType::comp;
-  node.category = category;
+  TraceNode node = node_of(rank, NodeType::comp, category, name);
   node.kernel = kernel;
-  node.name = name;
   node.stream = "compute";
   return node;
 }
@@ -66,11 +75,7 @@ int TraceWriter::collective(int rank, int comm_id, const std::string& stream, Ca
     if (deps.size() == 1) return deps.front();
     return memory(rank, name + ".join", 0, std::move(deps));
   }
-  TraceNode node;
-  node.rank = rank;
-  node.type = NodeType::coll;
-  node.category = category;
-  node.name = name;
+  TraceNode node = node_of(rank, NodeType::coll, category, name);
   node.stream = stream;
   node.op = op;
   node.comm = comm_id;
@@ -412,11 +417,8 @@ class RankBuilder {
   /// A pipeline transfer of one micro-batch's activations (forward) or their gradients (backward),
   /// tagged by the receiving virtual stage so that the send and its receive match.
   TraceNode p2p_node(NodeType type, int peer_stage, int receiver_stage, int microbatch, bool forward) const {
-    TraceNode node;
-    node.rank = rank_;
-    node.type = type;
-    node.category = Category::pp_comm;
-    node.name = std::string(type == NodeType::send ? "pp.send_" : "pp.recv_") + (forward ? "act" : "grad");
+    TraceNode node = node_of(rank_, type, Category::pp_comm,
+                             std::string(type == NodeType::send ? "pp.send_" : "pp.recv_") + (forward ? "act" : "grad"));
     node.peer = stage_rank(peer_stage);
     node.tag = tag(microbatch, receiver_stage, forward);
     node.comm_bytes = static_cast<double>(w_.tokens_sp) * w_.s.model.hidden * w_.act_bytes;
