@@ -92,7 +92,7 @@ int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int laye
   const Shapes s = shapes_of(w);
   const double fwd = attention_forward_flops(w, layer);
   TraceNode node = w.compute(rank, backward ? "attn.bwd" : "attn.fwd", backward ? Kernel::attention_bwd : Kernel::attention_fwd);
-  node.flops = backward ? 2 * fwd : fwd;
+  node.flops = backward ? compute::kAttentionBackwardFlopsRatio * fwd : fwd;  // executed, not model, FLOPs
   node.deps = after_of(after);
   if (p.cp == 1) return w.add(node);
   const double kv_message = 2.0 * w.tokens * s.kv * w.act_bytes;  // K and V of this rank's chunk

@@ -237,6 +237,31 @@ TEST_CASE("backward FP8 GEMMs pay the split accumulator on Hopper only", "[compu
   CHECK(backward == 2 * forward);  // per linear layer: one forward, one dgrad and one wgrad
 }
 
+TEST_CASE("an attention backward executes 2.5x its forward's FLOPs, the causal 4 b s^2 q / 2", "[workload]") {
+  // Forward: QK^T and PV, 2 matmuls of 2 b s^2 q FLOPs each, halved by the causal mask. Backward: QK^T
+  // again, dV, dP, dQ, dK, 5 matmuls (FlashAttention's benchmark counts bwd = 2.5 x fwd), the count the
+  // efficiency constants are quoted on.
+  const int seq = 2048;
+  auto s = make_scenario({{"global_batch_size", 8}}, {{"seq_length", seq}}, nlohmann::json{{"base", "llama3-8b"}, {"num_hidden_layers", 2}}, 1);
+  std::vector<int> rank_gpu(8);
+  for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+  const double q_dim = 4096;  // Llama-3-8B: 32 heads x 128
+  const double forward_flops = 4.0 * seq * double(seq) * q_dim / 2;
+  int fwd = 0, bwd = 0;
+  for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
+    if (n.kernel == Kernel::attention_fwd) {
+      CHECK(n.flops == Approx(forward_flops));
+      ++fwd;
+    }
+    if (n.kernel == Kernel::attention_bwd) {
+      CHECK(n.flops == Approx(2.5 * forward_flops));
+      ++bwd;
+    }
+  }
+  CHECK(fwd > 0);
+  CHECK(bwd == fwd);
+}
+
 TEST_CASE("ring-exchange TP overlap runs a GEMM as TP chunks; bulk overlaps keep it whole", "[workload]") {
   // TE userbuffers (MEGATRON-NOTES.md section 4): AG->GEMM is a ring exchange of tp chunks of m/tp rows;
   // GEMM->RS is a ring exchange in FP8 and a 4-split pipeline in BF16; the backward's second input

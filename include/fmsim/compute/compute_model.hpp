@@ -27,6 +27,12 @@ inline constexpr double kMemoryKernelOverhead_s = 2.0e-6;
 /// Megatron's Transformer Engine does not use.)
 double attention_efficiency(int sm_version, bool backward);
 
+/// FLOPs a fused attention backward kernel executes, as a multiple of the forward's: five matmuls
+/// (S = QK^T recomputed, dV, dP, dQ, dK) against the forward's two. The efficiencies above are quoted
+/// on this count (FlashAttention's benchmarks/benchmark_flash_attention.py: bwd = 2.5 x fwd FLOPs), not
+/// on the model-FLOPs count of MFU (backward = 2 x forward).
+inline constexpr double kAttentionBackwardFlopsRatio = 2.5;
+
 /// Throughput of an FP8 GEMM with the split accumulator (partial sums promoted to FP32 every few
 /// K-steps, CUBLASLT_MATMUL_DESC_FAST_ACCUM off) relative to fast accumulation. Hopper's FP8 tensor cores
 /// accumulate at reduced precision, so cuBLAS adds the promotion work there: fast accumulation is
