@@ -5,9 +5,10 @@
 
 namespace fmsim::compute {
 
-double attention_efficiency(int sm_version, bool backward) {
-  if (sm_version >= 90) return backward ? 0.50 : 0.62;
-  return backward ? 0.55 : 0.70;
+double attention_efficiency(int sm_version, bool backward, double mean_span) {
+  const double asymptote = sm_version >= 90 ? (backward ? 0.535 : 0.663) : (backward ? 0.59 : 0.75);
+  if (mean_span <= 0) return asymptote;
+  return asymptote * mean_span / (mean_span + kAttentionSpanOverhead) / (1.0 + kAttentionCausalTile / (2.0 * mean_span));
 }
 
 double fp8_split_accumulator_efficiency(int sm_version) { return sm_version == 90 ? 1.0 / 1.15 : 1.0; }
@@ -48,9 +49,9 @@ double ComputeModel::gemm_s(const GemmShape& shape, MathPrecision precision, int
   return std::max(best, memory) + kGemmFixedOverhead_s;
 }
 
-double ComputeModel::attention_s(double flops, bool backward) const {
+double ComputeModel::attention_s(double flops, bool backward, double mean_span) const {
   if (flops <= 0) return 0.0;
-  return flops / (gpu_.bf16_dense_flops * attention_efficiency(gpu_.sm_version, backward)) + kGemmFixedOverhead_s;
+  return flops / (gpu_.bf16_dense_flops * attention_efficiency(gpu_.sm_version, backward, mean_span)) + kGemmFixedOverhead_s;
 }
 
 double ComputeModel::memory_s(double bytes) const {

@@ -197,7 +197,7 @@ IterationBreakdown ReplicaModel::breakdown(const BatchShape& batch) const {
   const double prefill_flops = 2.0 * batch.prefill_attention_pairs * attention_width_per_gpu_ / ranks;
   const double decode_bytes = batch.decode_context_tokens * kv_bytes_per_token_layer_gpu_ / ranks;
   double per_layer = 0;
-  if (prefill_flops > 0) per_layer += compute_.attention_s(prefill_flops, false);
+  if (prefill_flops > 0) per_layer += compute_.attention_s(prefill_flops, false, batch.prefill_attention_pairs / std::max(1, batch.prefill_tokens));
   if (decode_bytes > 0) per_layer += compute_.memory_s(decode_bytes);
   parts.attention_s = stage_layers_ * per_layer;
   // A pipeline runs its stages one after the other for a batch (no micro-batch interleaving), with a

@@ -44,6 +44,12 @@ double attention_forward_flops(const TraceWriter& w, int layer) {
   return 4.0 * w.tokens * span * width / w.s.parallelism.tp;
 }
 
+/// Keys one query attends to within one attention kernel: the causal (or windowed) span, split over the
+/// CP steps (each step's kernel loops over one rank's share of the keys).
+double attention_kernel_span(const TraceWriter& w, int layer) {
+  return attended_span(w.s.training.seq, w.s.model.attention_window(layer)) / w.s.parallelism.cp;
+}
+
 /// Tensor-parallel collective before a GEMM (all-gather) or after it (reduce-scatter / all-reduce),
 /// optionally overlapped with the GEMM (tp_comm_overlap: TE userbuffers). Returns the node ending both.
 /// `bulk`: TE's bulk overlap (the backward's second input all-gather and the dgrad reduce-scatter run
@@ -93,6 +99,7 @@ int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int laye
   const double fwd = attention_forward_flops(w, layer);
   TraceNode node = w.compute(rank, backward ? "attn.bwd" : "attn.fwd", backward ? Kernel::attention_bwd : Kernel::attention_fwd);
   node.flops = backward ? compute::kAttentionBackwardFlopsRatio * fwd : fwd;  // executed, not model, FLOPs
+  node.attention_span = attention_kernel_span(w, layer);
   node.deps = after_of(after);
   if (p.cp == 1) return w.add(node);
   const double kv_message = 2.0 * w.tokens * s.kv * w.act_bytes;  // K and V of this rank's chunk
@@ -223,6 +230,7 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     if (tr.recompute == Recompute::selective && tr.recompute_modules.core_attn) {
       TraceNode attention = w.compute(rank, "attn.recompute", Kernel::attention_fwd);
       attention.flops = attention_forward_flops(w, layer);
+      attention.attention_span = attention_kernel_span(w, layer);
       attention.deps = {node};
       node = w.add(attention);
     }

@@ -62,6 +62,7 @@ json trace_to_json(const Trace& trace) {
       if (n.fp8) j["fp8"] = true;
       if (n.fp8_split_accumulator) j["fp8_split_accumulator"] = true;
       if (n.sms_taken > 0) j["sms_taken"] = n.sms_taken;
+      if (n.attention_span > 0) j["attention_span"] = n.attention_span;
     } else if (n.type == NodeType::coll) {
       j["comm_type"] = kCommTypes.at(n.op);
       j["comm_group"] = n.comm;
@@ -132,6 +133,7 @@ Trace trace_from_json(const json& doc, const std::string& file) {
         n.kernel = j.contains("kernel") ? parse_name(kKernels, j["kernel"], file + ": " + where + "/kernel") : Kernel::memory;
         n.flops = j.value("num_ops", 0.0);
         n.bytes = j.value("tensor_size", 0.0);
+        n.attention_span = j.value("attention_span", 0.0);
         if (j.contains("gemm_mnk")) {
           auto mnk = j["gemm_mnk"].get<std::vector<double>>();
           if (mnk.size() != 3) fail(where + "/gemm_mnk", "expected [m, n, k]");

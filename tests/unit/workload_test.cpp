@@ -209,6 +209,37 @@ TEST_CASE("GEMM times reproduce the H100 and GB200 cuBLASLt microbenchmarks", "[
   CHECK(h100.memory_s(2.9e9) == Approx(1e-3).epsilon(0.05));  // STREAM ~2.9-3.0 TB/s
 }
 
+TEST_CASE("attention efficiency follows FlashAttention-3's causal curve over sequence length", "[compute]") {
+  // Shah et al. 2024 (FlashAttention-3), fig. 5, H100 SXM5, BF16, head dim 128, causal forward, TFLOPS.
+  const std::vector<std::pair<double, double>> causal_tflops{{512, 292}, {1024, 423}, {2048, 521}, {4096, 579}, {8192, 602}, {16384, 616}};
+  const double peak_tflops = test::catalog().gpu("H100-SXM").bf16_dense_flops / 1e12;
+  double previous = 0;
+  for (const auto& [seq, measured] : causal_tflops) {
+    const double predicted = compute::attention_efficiency(90, false, seq / 2) * peak_tflops;
+    INFO("seq " << seq << ": " << predicted << " TFLOPS against " << measured);
+    CHECK(std::abs(predicted / measured - 1) < 0.05);
+    CHECK(predicted > previous);  // longer loops amortise the fixed cost
+    previous = predicted;
+  }
+  // No span: the long-sequence asymptote; the backward keeps FA3's backward/forward ratio.
+  CHECK(compute::attention_efficiency(90, false, 0) > compute::attention_efficiency(90, false, 1e6) - 1e-3);
+  CHECK(compute::attention_efficiency(90, true, 4096) / compute::attention_efficiency(90, false, 4096) == Approx(0.535 / 0.663));
+  // The trace gives each attention kernel its causal span, split over the CP steps.
+  for (int cp : {1, 2}) {
+    auto s = make_scenario({{"context_parallel_size", cp}, {"global_batch_size", 8 / cp}}, {{"seq_length", 4096}},
+                           nlohmann::json{{"base", "llama3-8b"}, {"num_hidden_layers", 2}}, 1);
+    std::vector<int> rank_gpu(8);
+    for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+    int attention = 0;
+    for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
+      if (n.kernel != Kernel::attention_fwd && n.kernel != Kernel::attention_bwd) continue;
+      CHECK(n.attention_span == Approx(2048.0 / cp));
+      ++attention;
+    }
+    CHECK(attention > 0);
+  }
+}
+
 TEST_CASE("backward FP8 GEMMs pay the split accumulator on Hopper only", "[compute]") {
   const compute::GemmShape shape{8192, 8192, 8192};
   const auto fp8 = compute::MathPrecision::fp8;

@@ -19,13 +19,25 @@ inline constexpr double kGemmFixedOverhead_s = 4.0e-6;
 /// when kernels are queued back to back (estimate, docs/model.md).
 inline constexpr double kMemoryKernelOverhead_s = 2.0e-6;
 
-/// Fused (flash) attention efficiency, fraction of BF16 dense peak, causal, head dim 128, long
-/// sequences. Hopper/Blackwell: cuDNN/FlashAttention-3 forward ~0.62, backward ~0.50 (Shah et al. 2024,
-/// FlashAttention-3, figs. 5-7: 600-740 TFLOPS forward, ~500-550 backward on H100). Ampere:
-/// FlashAttention-2 0.70 / 0.55 (Dao 2023, fig. 4-5: up to 73 % forward, ~63 % backward on A100).
-/// (The FA2 figures in calibration hw-azure-nd_h100_v5-microbench, 0.33, are for FA2 on Hopper, which
-/// Megatron's Transformer Engine does not use.)
-double attention_efficiency(int sm_version, bool backward);
+/// Fused (flash) attention efficiency, fraction of the BF16 dense peak, head dim 128, as a function of
+/// `mean_span`, the keys one query attends to within the kernel (causal: about seq/2). Two costs below
+/// the asymptote: each thread block pays a fixed prologue/epilogue worth kAttentionSpanOverhead keys of
+/// its loop, and the causal diagonal tiles run whole (kAttentionCausalTile / 2 wasted keys per query):
+///   e(L) = e_max x L / (L + kAttentionSpanOverhead) / (1 + kAttentionCausalTile / (2 L)).
+/// Hopper/Blackwell e_max: forward 0.663, set with the overhead from FlashAttention-3 on H100
+/// (Shah et al. 2024, fig. 5, head dim 128: non-causal 472 TFLOPS at seq 512 and 648 at 16k, causal 292 /
+/// 423 / 521 / 579 / 602 / 616 from 512 to 16k; the model gives 289 / 414 / 513 / 577 / 614 / 635);
+/// backward e_max 0.535, the FA3 backward/forward ratio at long sequences (~500 against ~620).
+/// Ampere: FlashAttention-2 on A100, 0.75 / 0.59 (Dao 2023, figs. 4-5: up to 73 % forward, ~63 % backward).
+/// `mean_span` <= 0: a long sequence (e_max). (The FA2 figures in calibration
+/// hw-azure-nd_h100_v5-microbench, 0.33, are FA2 on Hopper, which Transformer Engine does not use.)
+double attention_efficiency(int sm_version, bool backward, double mean_span);
+
+/// Keys of the attention loop that one thread block's fixed cost is worth (fitted with e_max above to
+/// the FA3 curve: non-causal seq 512 runs at 0.71 of its 16k speed).
+inline constexpr double kAttentionSpanOverhead = 208.0;
+/// Key-block size of the fused attention kernels (FA3 / cuDNN use 128-key tiles for head dim 128).
+inline constexpr double kAttentionCausalTile = 128.0;
 
 /// FLOPs a fused attention backward kernel executes, as a multiple of the forward's: five matmuls
 /// (S = QK^T recomputed, dV, dP, dQ, dK) against the forward's two. The efficiencies above are quoted
@@ -61,8 +73,9 @@ class ComputeModel {
   /// are busy with an overlapped communication kernel; `split_accumulator`: an FP8 GEMM without fast
   /// accumulation (fp8_split_accumulator_efficiency).
   double gemm_s(const GemmShape& shape, MathPrecision precision, int sms_taken = 0, bool split_accumulator = false) const;
-  /// Fused attention (always BF16 in Megatron recipes, FP8 or not).
-  double attention_s(double flops, bool backward) const;
+  /// Fused attention (always BF16 in Megatron recipes, FP8 or not); `mean_span`: keys per query in the
+  /// kernel (attention_efficiency).
+  double attention_s(double flops, bool backward, double mean_span) const;
   /// A memory-bound kernel moving `bytes` through HBM.
   double memory_s(double bytes) const;
   const hardware::GpuSpec& gpu() const { return gpu_; }
