@@ -5,6 +5,8 @@ Each row becomes a scenario (the published model, GPU count, precision, batch an
 DGX H100 nodes with NDR InfiniBand, the system the rows were measured on); fmsim run predicts
 tokens/s/GPU and model TFLOP/s/GPU. Prints a table and the mean absolute error; --markdown FILE writes
 the table for docs/validation.md, --json FILE the raw rows.
+Rows may name their system (DGX-H100, the default; DGX-B200; DGX-GB200):
+benchmarks/calibration/published_blackwell_training.json holds held-out Blackwell rows in the same format.
 Usage: benchmarks/calibration/validate_training.py [--fmsim build/fmsim] [--measurements PATH]"""
 import json
 import os
@@ -80,8 +82,22 @@ def scenario_of(row):
     if model in RECOMPUTE:
         training.update({"recompute_granularity": "selective", "recompute_modules": RECOMPUTE[model]})
     return {"schema": "fmsim.scenario/1", "name": f"{model}-{gpus}gpu",
-            "cluster": {"base": os.path.join(ROOT, "topologies", "dgx-h100-8node-ib.json"), "nodes": gpus // 8},
+            "cluster": cluster_of(row.get("system", "DGX-H100"), gpus, par),
             "model": model, "parallelism": par, "training": training}
+
+
+def cluster_of(system, gpus, par):
+    """The row's system: DGX H100 or B200 nodes of 8 GPUs on NDR InfiniBand, or one GB200 NVL72 domain
+    (rows of fewer GPUs keep their micro-batches per replica: the global batch grows with the replicas)."""
+    fabric = {"topology": "rail-optimized", "nodes_per_leaf": 32, "oversubscription": 1.0}
+    if system == "DGX-H100":
+        return {"base": os.path.join(ROOT, "topologies", "dgx-h100-8node-ib.json"), "nodes": gpus // 8}
+    if system == "DGX-B200":
+        return {"name": "dgx-b200-ib", "instance_type": "dgx-b200", "nodes": gpus // 8, "fabric": fabric}
+    if system == "DGX-GB200" and gpus <= 72 and 72 % gpus == 0:
+        par["global_batch_size"] *= 72 // gpus
+        return {"name": "dgx-gb200-nvl72", "ultraserver_type": "dgx-gb200-nvl72", "ultraservers": 1, "fabric": fabric}
+    sys.exit(f"no cluster for a {gpus}-GPU row on {system}")
 
 
 def main():
@@ -99,7 +115,7 @@ def main():
             out = json.loads(proc.stdout)
             measured = float(row["tokens_per_s_per_gpu"])
             predicted = out["tokens_per_s_per_gpu"]
-            results.append({"case": case_id, "model": row["model"], "gpus": as_int(row["gpus"]), "precision": row["precision"],
+            results.append({"case": case_id, "model": row["model"] + (f" ({row['system']})" if "system" in row else ""), "gpus": as_int(row["gpus"]), "precision": row["precision"],
                             "layout": f"TP{as_int(row.get('tp'))} PP{as_int(row.get('pp'))} CP{as_int(row.get('cp'))} "
                                       f"VP{as_int(row.get('vp'))} EP{as_int(row.get('ep'))}"
                                       + (" FSDP" if as_int(row.get('fsdp'), 0) > 0 else ""),
