@@ -1,9 +1,29 @@
-"""Shared by the scale benchmarks: run one fmsim command under /usr/bin/time, and write a results file."""
+"""Shared by the scale benchmarks: the common command line, the fmsim command of a case, running it under
+/usr/bin/time, and writing a results file."""
+import argparse
 import json
 import os
 import platform
 import subprocess
 import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def parser(doc, results_name):
+    """The benchmarks' command line: --fmsim and --out (benchmarks/results/<results_name>.json)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--fmsim", default=os.path.join(ROOT, "build", "fmsim"))
+    p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", results_name + ".json"))
+    return p
+
+
+def fmsim_command(fmsim, verb, scenario, sets=()):
+    """`fmsim VERB SCENARIO --json -` with a `--set` per assignment."""
+    command = [fmsim, verb, scenario, "--json", "-"]
+    for assignment in sets:
+        command += ["--set", assignment]
+    return command
 
 
 def measure(command):

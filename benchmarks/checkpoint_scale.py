@@ -5,12 +5,10 @@ a restore each on the engine, then the failure Monte Carlo) for Llama-3.1-405B a
 Uses configs/training/llama3.1-405b-p5-2048.json; the 16,384-GPU case sets 2,048 nodes and a 480 TiB
 PERSISTENT_2-1000 file system. Prints a table and writes benchmarks/results/checkpoint_scale.json.
 Usage: benchmarks/checkpoint_scale.py [--fmsim build/fmsim]"""
-import argparse
 import os
 
-from bench_support import measure, write_results
+from bench_support import ROOT, fmsim_command, measure, parser, write_results
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIO = os.path.join(ROOT, "configs", "training", "llama3.1-405b-p5-2048.json")
 CASES = [(2048, []),
          (16384, ["cluster.nodes=2048", "cluster.storage.fsx_lustre.capacity=480TiB",
@@ -18,18 +16,12 @@ CASES = [(2048, []),
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fmsim", default=os.path.join(ROOT, "build", "fmsim"))
-    parser.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "checkpoint_scale.json"))
-    args = parser.parse_args()
+    args = parser(__doc__, "checkpoint_scale").parse_args()
     rows = []
     print(f"{'GPUs':>6} {'wall s':>7} {'RSS MiB':>8} {'TB':>6}  " + "  ".join(f"{s:>14}" for s in
                                                                          ["fsx save", "s3 save", "nvme+fsx save", "nvme+s3 save", "peer save"]))
     for gpus, sets in CASES:
-        command = [args.fmsim, "checkpoint", SCENARIO, "--json", "-"]
-        for assignment in sets:
-            command += ["--set", assignment]
-        wall, rss, out = measure(command)
+        wall, rss, out = measure(fmsim_command(args.fmsim, "checkpoint", SCENARIO, sets))
         saves = {row["strategy"]: row.get("save_time_s") for row in out["strategies"]}
         rows.append({"gpus": gpus, "wall_s": wall, "rss_bytes": rss, "checkpoint_bytes": out["checkpoint_bytes"],
                      "save_time_s": saves})

@@ -4,7 +4,6 @@
 
 Usage: benchmarks/collective_scale.py [--fmsim build/fmsim] [--out benchmarks/results/collective_scale.json]
 Targets (issue #3): all_reduce of 1 GiB over 1,024 GPUs <= 1 s, over 16,384 GPUs <= 5 s, RSS <= 1 GiB."""
-import argparse
 import json
 import os
 import platform
@@ -13,6 +12,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from bench_support import parser
 
 GPU_COUNTS = [16, 128, 1024, 16384]
 OPS = ["all_reduce", "all_gather", "alltoall"]
@@ -32,11 +33,9 @@ def run_once(fmsim, cluster, op, fidelity):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fmsim", default="build/fmsim")
-    parser.add_argument("--out", default="benchmarks/results/collective_scale.json")
-    parser.add_argument("--full-up-to", type=int, default=256, help="also time --fidelity full up to this many GPUs")
-    args = parser.parse_args()
+    command_line = parser(__doc__, "collective_scale")
+    command_line.add_argument("--full-up-to", type=int, default=256, help="also time --fidelity full up to this many GPUs")
+    args = command_line.parse_args()
     results = []
     print(f"{'gpus':>6} {'op':>11} {'fidelity':>8} {'wall_s':>8} {'peak_rss_MiB':>13} {'busbw_GBps':>11}  algorithm")
     with tempfile.TemporaryDirectory() as d:

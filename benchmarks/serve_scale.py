@@ -6,12 +6,10 @@ Uses configs/serving/llama3.3-70b-p5en.json on 16 p5en nodes: 16 replicas of TP8
 the disaggregated variant with 8 prefill and 8 decode replicas of TP8 (KV caches move over EFA as engine
 flows). Prints a table and writes benchmarks/results/serve_scale.json.
 Usage: benchmarks/serve_scale.py [--fmsim build/fmsim]"""
-import argparse
 import os
 
-from bench_support import measure, write_results
+from bench_support import ROOT, fmsim_command, measure, parser, write_results
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UNIFIED = os.path.join(ROOT, "configs", "serving", "llama3.3-70b-p5en.json")
 DISAGG = os.path.join(ROOT, "configs", "serving", "llama3.3-70b-p5en-disaggregated.json")
 COMMON = ["cluster.nodes=16", "serving.tensor_parallel_size=8", "workload.requests=100000", "workload.rate=150/s"]
@@ -21,17 +19,11 @@ CASES = [("unified, 16 x TP8", UNIFIED, COMMON + ["serving.replicas=16"]),
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fmsim", default=os.path.join(ROOT, "build", "fmsim"))
-    parser.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "serve_scale.json"))
-    args = parser.parse_args()
+    args = parser(__doc__, "serve_scale").parse_args()
     rows = []
     print(f"{'case':<28} {'requests':>9} {'GPUs':>5} {'wall s':>7} {'RSS MiB':>8} {'out tok/s':>10} {'TTFT p99':>9} {'TPOT p99':>9}")
     for name, scenario, sets in CASES:
-        command = [args.fmsim, "serve", scenario, "--json", "-"]
-        for assignment in sets:
-            command += ["--set", assignment]
-        wall, rss, out = measure(command)
+        wall, rss, out = measure(fmsim_command(args.fmsim, "serve", scenario, sets))
         rows.append({"case": name, "requests": out["requests"], "gpus": out["cluster"]["gpus"], "wall_s": wall, "rss_bytes": rss,
                      "output_tokens_per_s": out["output_tokens_per_s"], "ttft_p99_s": out["ttft_s"]["p99"],
                      "tpot_p99_s": out["tpot_s"]["p99"]})

@@ -4,14 +4,12 @@
 64 GPUs: configs/training/llama3-70b-p5.json. Larger: Llama-3.1-405B on p5.48xlarge, TP8 PP16, seq 8192,
 16 micro-batches per pipeline (global batch 2,048 at 16,384 GPUs, the issue's target). Prints a table and
 writes benchmarks/results/training_scale.json. Usage: benchmarks/training_scale.py [--fmsim build/fmsim]"""
-import argparse
 import json
 import os
 import tempfile
 
-from bench_support import measure, write_results
+from bench_support import ROOT, measure, parser, write_results
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def scenario_405b(gpus):
@@ -30,10 +28,7 @@ def measure_run(fmsim, path):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fmsim", default=os.path.join(ROOT, "build", "fmsim"))
-    parser.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "training_scale.json"))
-    args = parser.parse_args()
+    args = parser(__doc__, "training_scale").parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         cases = [(64, os.path.join(ROOT, "configs", "training", "llama3-70b-p5.json"))]
