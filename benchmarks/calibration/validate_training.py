@@ -81,22 +81,22 @@ def scenario_of(row):
         training["overlap_moe_expert_parallel_comm"] = True
     if model in RECOMPUTE:
         training.update({"recompute_granularity": "selective", "recompute_modules": RECOMPUTE[model]})
+    cluster, cluster_gpus = cluster_of(row.get("system", "DGX-H100"), gpus)
+    par["global_batch_size"] *= cluster_gpus // gpus  # more replicas, the same micro-batches per replica
     return {"schema": "fmsim.scenario/1", "name": f"{model}-{gpus}gpu",
-            "cluster": cluster_of(row.get("system", "DGX-H100"), gpus, par),
-            "model": model, "parallelism": par, "training": training}
+            "cluster": cluster, "model": model, "parallelism": par, "training": training}
 
 
-def cluster_of(system, gpus, par):
-    """The row's system: DGX H100 or B200 nodes of 8 GPUs on NDR InfiniBand, or one GB200 NVL72 domain
-    (rows of fewer GPUs keep their micro-batches per replica: the global batch grows with the replicas)."""
+def cluster_of(system, gpus):
+    """The row's system and its GPU count: DGX H100 or B200 nodes of 8 GPUs on NDR InfiniBand (the row's
+    GPUs), or one GB200 NVL72 domain (72 GPUs, for rows of fewer)."""
     fabric = {"topology": "rail-optimized", "nodes_per_leaf": 32, "oversubscription": 1.0}
     if system == "DGX-H100":
-        return {"base": os.path.join(ROOT, "topologies", "dgx-h100-8node-ib.json"), "nodes": gpus // 8}
+        return {"base": os.path.join(ROOT, "topologies", "dgx-h100-8node-ib.json"), "nodes": gpus // 8}, gpus
     if system == "DGX-B200":
-        return {"name": "dgx-b200-ib", "instance_type": "dgx-b200", "nodes": gpus // 8, "fabric": fabric}
+        return {"name": "dgx-b200-ib", "instance_type": "dgx-b200", "nodes": gpus // 8, "fabric": fabric}, gpus
     if system == "DGX-GB200" and gpus <= 72 and 72 % gpus == 0:
-        par["global_batch_size"] *= 72 // gpus
-        return {"name": "dgx-gb200-nvl72", "ultraserver_type": "dgx-gb200-nvl72", "ultraservers": 1, "fabric": fabric}
+        return {"name": "dgx-gb200-nvl72", "ultraserver_type": "dgx-gb200-nvl72", "ultraservers": 1, "fabric": fabric}, 72
     sys.exit(f"no cluster for a {gpus}-GPU row on {system}")
 
 
