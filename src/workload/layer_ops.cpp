@@ -198,12 +198,14 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     int node = after;
     if (tr.recompute == Recompute::full) node = emit_layer_forward(w, rank, c, layer, node);
     // Selective recompute: the norms run again (their outputs were dropped), and a recomputed dense MLP
-    // runs FC1 and its activation again before its backward.
+    // runs its whole forward again before its backward (Megatron checkpoints the MLP module: FC1 with
+    // the SP all-gather of its input, the activation, FC2 with its reduce-scatter or all-reduce).
     if (selective && again.layernorm) node = w.memory(rank, "norms.recompute", 2 * 2 * tsp * s.h * ab, after_of(node));
     if (moe) return moe_unpermute(w, rank, true, node);
     if (selective && again.mlp) {
-      node = w.gemm(rank, "fc1.recompute", t, s.ffn_cols, s.h, fp8, after_of(node));
+      node = gemm_with_tp(w, rank, c, {"fc1.recompute", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
       node = w.memory(rank, "act.recompute", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
+      node = gemm_with_tp(w, rank, c, {"fc2.recompute", t, s.h, s.ffn}, reduce, false, node);
     }
     if (sp) node = gemm_with_tp(w, rank, c, {"fc2.dgrad", t, s.ffn, s.h}, Op::all_gather, true, node);
     else node = w.gemm(rank, "fc2.dgrad", t, s.ffn, s.h, fp8, after_of(node));

@@ -320,6 +320,34 @@ TEST_CASE("ring-exchange TP overlap runs a GEMM as TP chunks; bulk overlaps keep
   }
 }
 
+TEST_CASE("selective MLP recompute runs the dense MLP forward again, with its TP collectives", "[workload]") {
+  // Megatron checkpoints the MLP module: in backward its forward runs again whole, FC1 after the SP
+  // all-gather of its input, the activation, FC2 before its reduce-scatter.
+  const int tp = 2, layers = 2;
+  auto s = make_scenario({{"tensor_model_parallel_size", tp}, {"sequence_parallel", true}, {"global_batch_size", 4}},
+                         {{"seq_length", 2048}, {"recompute_granularity", "selective"}, {"recompute_modules", {"mlp"}}},
+                         nlohmann::json{{"base", "llama3-8b"}, {"num_hidden_layers", layers}}, 1);
+  std::vector<int> rank_gpu(8);
+  for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+  std::map<std::string, int> count;
+  std::map<std::string, double> flops, comm_bytes;
+  for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
+    if (n.rank != 0) continue;
+    ++count[n.name];
+    flops[n.name] += n.flops;
+    comm_bytes[n.name] += n.comm_bytes;
+  }
+  const int passes = layers * 4 / (8 / tp);  // layers x micro-batches per replica
+  CHECK(count["fc1.recompute"] == passes);
+  CHECK(count["fc2.recompute"] == passes);
+  CHECK(flops["fc1.recompute"] == Approx(flops["fc1"]));
+  CHECK(flops["fc2.recompute"] == Approx(flops["fc2"]));
+  CHECK(count["fc1.recompute.ag"] == passes);
+  CHECK(comm_bytes["fc1.recompute.ag"] == Approx(comm_bytes["fc1.ag"]));
+  CHECK(count["fc2.recompute.rs"] == passes);
+  CHECK(comm_bytes["fc2.recompute.rs"] == Approx(comm_bytes["fc2.rs"]));
+}
+
 TEST_CASE("a symmetric trace has one rank per stage and round-trips through JSON", "[workload]") {
   auto s = make_scenario({{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 2}, {"global_batch_size", 16}},
                          {{"seq_length", 2048}}, nlohmann::json{{"base", "llama3-8b"}, {"num_hidden_layers", 4}}, 2);
