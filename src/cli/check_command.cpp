@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "child_process.hpp"
+#include "progress.hpp"
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/common/error.hpp"
@@ -58,7 +59,6 @@ int run_check(const GlobalOptions& globals, const CheckOptions& o) {
   std::vector<std::pair<report::CapacityPlan, std::vector<report::Verdict>>> results;
   int failed = 0;
   for (const auto& plan : plans) {
-    spdlog::info("{}: fmsim {} {}", plan.file, plan.job.command, plan.job.scenario.string());
     const nlohmann::json result = run_plan(globals, plan);
     const std::filesystem::path baseline_file =
         o.baseline_dir.empty() ? std::filesystem::path() : std::filesystem::path(o.baseline_dir) / std::filesystem::path(plan.file).filename();
@@ -72,6 +72,8 @@ int run_check(const GlobalOptions& globals, const CheckOptions& o) {
       std::filesystem::create_directories(o.baseline_dir);
       write_output(baseline_file.string(), result.dump(1) + "\n");
     }
+    progress()->info("check {}/{}: {} (fmsim {} {}) done", results.size() + 1, plans.size(), plan.file, plan.job.command,
+                     plan.job.scenario.string());
     results.emplace_back(plan, std::move(verdicts));
   }
   write_output("-", table(results));

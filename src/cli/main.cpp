@@ -14,13 +14,17 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
   spdlog::set_level(spdlog::level::warn);
+  auto progress = spdlog::stderr_color_mt("progress");
+  progress->set_pattern("[%H:%M:%S] %v");
 
   CLI::App app{"fmsim: discrete-event simulator of GPU clusters for foundation-model training and inference"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "fmsim 0.1.0");
   fmsim::cli::GlobalOptions globals;
   app.add_option("--catalog", globals.catalog_dir, "hardware catalog directory (default: the shipped one)");
-  app.add_flag("-v,--verbose", globals.verbose, "log progress to stderr");
+  app.add_flag("-v,--verbose", globals.verbose, "log what each step does to stderr");
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "no progress lines on stderr (long sweeps and plan checks show them by default)");
 
   fmsim::cli::Action action;
   fmsim::cli::register_topo(app, globals, action);
@@ -46,6 +50,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (globals.verbose) spdlog::set_level(spdlog::level::info);
+  progress->set_level(quiet ? spdlog::level::off : spdlog::level::info);
   try {
     return action ? action() : 2;
   } catch (const fmsim::InputError& error) {

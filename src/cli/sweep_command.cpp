@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "child_process.hpp"
+#include "progress.hpp"
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/common/error.hpp"
@@ -114,14 +115,14 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
     if (!done.count(i)) todo.push_back(i);
   }
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
-  spdlog::info("sweep {}: shard {}/{}: {} of {} points, {} already done, {} jobs", spec.job.name, shard_index, shard_count, mine,
-               spec.points.size(), mine - todo.size(), jobs);
   std::ofstream file;
   if (o.out_file != "-") {
     file.open(o.out_file, std::ios::app);
     if (!file) throw InputError(o.out_file + ": cannot open for writing (does the directory exist?)");
   }
   std::ostream& out = o.out_file == "-" ? std::cout : file;
+  progress()->info("sweep {}: shard {}/{}: {} of {} points, {} already done, {} jobs", spec.job.name, shard_index, shard_count, mine,
+               spec.points.size(), mine - todo.size(), jobs);
   std::mutex lock;
   std::atomic<std::size_t> next{0};
   std::size_t finished = 0, invalid = 0;
@@ -155,7 +156,7 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
         last_report = now;
         const double elapsed = std::chrono::duration<double>(now - start).count();
         const double rate = finished / std::max(elapsed, 1e-9);
-        spdlog::info("sweep: {}/{} points ({} invalid), {:.1f} points/s, ETA {}", finished + (mine - todo.size()), mine, invalid, rate,
+        progress()->info("sweep: {}/{} points ({} invalid), {:.1f} points/s, ETA {}", finished + (mine - todo.size()), mine, invalid, rate,
                      duration_text((todo.size() - finished) / rate));
       }
     }

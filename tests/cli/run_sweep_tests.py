@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests of `fmsim sweep` and `fmsim merge`: a 200-point grid split into 4 shards merges to the
 unsharded result, a killed shard resumes to the same lines, invalid points are kept with their reason,
-shard defaults from Slurm and Kubernetes, bad input exits 2. Usage: run_sweep_tests.py FMSIM SOURCE_DIR"""
+shard defaults from Slurm and Kubernetes, progress on stderr unless -q, bad input exits 2. Usage: run_sweep_tests.py FMSIM SOURCE_DIR"""
 import json
 import os
 import subprocess
@@ -88,6 +88,19 @@ def shard_defaults_come_from_slurm_and_kubernetes():
     path = os.path.join(TMP, "k8s.jsonl")
     sweep("--out", path, "--shard-count", "8", env=env)
     assert [d["index"] for d in lines(path)] == list(range(1, 200, 8))
+
+
+@test
+def progress_goes_to_stderr_unless_quiet():
+    # A 4-point shard: the progress lines (points done, rate, ETA) show without -v; -q silences them,
+    # and neither changes what goes to the output.
+    shard = ["--shard-index", "0", "--shard-count", "50", "--jobs", "1", "--out", "-"]
+    shown = subprocess.run([FMSIM, "sweep", SWEEP, *shard], capture_output=True, text=True, timeout=600)
+    assert shown.returncode == 0, shown.stderr
+    assert "sweep: 4/4 points" in shown.stderr and "ETA" in shown.stderr, shown.stderr
+    quiet = subprocess.run([FMSIM, "-q", "sweep", SWEEP, *shard], capture_output=True, text=True, timeout=600)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    assert len(quiet.stdout.splitlines()) == len(shown.stdout.splitlines()) == 4
 
 
 @test
