@@ -121,8 +121,8 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
     if (!file) throw InputError(o.out_file + ": cannot open for writing (does the directory exist?)");
   }
   std::ostream& out = o.out_file == "-" ? std::cout : file;
-  progress()->info("sweep {}: shard {}/{}: {} of {} points, {} already done, {} jobs", spec.job.name, shard_index, shard_count, mine,
-               spec.points.size(), mine - todo.size(), jobs);
+  progress()->info("sweep {}: shard {}/{}: {} of {} points, {} already done, {} jobs", spec.job.name, shard_index, shard_count,
+                   mine, spec.points.size(), mine - todo.size(), jobs);
   std::mutex lock;
   std::atomic<std::size_t> next{0};
   std::size_t finished = 0, invalid = 0;
@@ -156,8 +156,8 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
         last_report = now;
         const double elapsed = std::chrono::duration<double>(now - start).count();
         const double rate = finished / std::max(elapsed, 1e-9);
-        progress()->info("sweep: {}/{} points ({} invalid), {:.1f} points/s, ETA {}", finished + (mine - todo.size()), mine, invalid, rate,
-                     duration_text((todo.size() - finished) / rate));
+        progress()->info("sweep: {}/{} points ({} invalid), {:.1f} points/s, ETA {}", finished + (mine - todo.size()), mine,
+                         invalid, rate, duration_text((todo.size() - finished) / rate));
       }
     }
   };
