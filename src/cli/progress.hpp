@@ -7,7 +7,7 @@
 
 namespace fmsim::cli {
 
-/// The "progress" logger that main() registers (a no-op logger when none is registered, as in tests).
+/// The "progress" logger, which main() registers before any command runs.
 std::shared_ptr<spdlog::logger> progress();
 
 }  // namespace fmsim::cli
