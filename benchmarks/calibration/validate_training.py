@@ -39,6 +39,13 @@ RECOMPUTE = {"gpt-oss-120b": ["layernorm", "moe_act"]}
 # delay_wgrad_compute).
 A2A_OVERLAP = {"qwen3-235b-a22b"}
 
+# The rows' precision names as FP8 recipes. Megatron-Bridge's FP8-CS preset
+# (bf16_with_fp8_current_scaling_mixed, src/megatron/bridge/training/mixed_precision.py) is current
+# (tensorwise) scaling with the first and last transformer layer in BF16 and FP8 parameter all-gather;
+# FP8-MX is MXFP8; the NeMo 24.07 rows' plain "FP8" is Transformer Engine's delayed scaling.
+FP8_RECIPES = {"FP8-CS": {"fp8_recipe": "tensorwise", "first_last_layers_bf16": True, "fp8_param_gather": True},
+               "FP8-MX": {"fp8_recipe": "mxfp8"}, "FP8": {"fp8_recipe": "delayed"}}
+
 
 def as_int(value, default=1):
     try:
@@ -77,6 +84,8 @@ def scenario_of(row):
         par.update(LAYOUTS.get(model, {}))
     training = {"seq_length": as_int(row["seq_len"]), "precision": precision, "tp_comm_overlap": tp > 1,
                 "overlap_grad_reduce": True, "overlap_param_gather": True}
+    if precision == "fp8":
+        training.update(FP8_RECIPES[str(row["precision"]).upper()])
     if model in A2A_OVERLAP:
         training["overlap_moe_expert_parallel_comm"] = True
     if model in RECOMPUTE:

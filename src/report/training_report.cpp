@@ -75,7 +75,8 @@ json run_to_json(const TrainingRun& run) {
       {"model", {{"name", s.model.name}, {"parameters", params.total}, {"active_parameters", params.active}}},
       {"derived", {{"gpus", run.trace->world}, {"nodes", run.trace->world / s.cluster.gpus_per_node}, {"data_parallel_size", p.dp},
                    {"microbatches", p.microbatches}, {"gpu", s.cluster.gpu.name}, {"instance_type", s.cluster.instance.name},
-                   {"precision", workload::to_string(s.training.precision)}}},
+                   {"precision", workload::to_string(s.training.precision)},
+                   {"fp8_recipe", s.training.precision == workload::Precision::fp8 ? json(workload::to_string(s.training.fp8_recipe)) : json(nullptr)}}},
       {"simulation", {{"fidelity", run.fidelity}, {"simulated_ranks", step.simulated_ranks}, {"trace_nodes", run.trace->nodes.size()},
                       {"tasks", step.tasks}, {"flows", step.flows}, {"wall_s", run.wall_s}}},
       {"scenario", s.resolved},
@@ -112,7 +113,7 @@ std::string run_summary(const TrainingRun& run) {
   out << "  strategy   TP" << p.tp << " PP" << p.pp << (p.vp > 1 ? " VP" + std::to_string(p.vp) : "") << " CP" << p.cp
       << " DP" << p.dp << (p.ep > 1 ? " EP" + std::to_string(p.ep) : "") << (p.sequence_parallel ? " SP" : "")
       << ", micro-batch " << p.micro_batch << ", global batch " << p.global_batch << " (" << p.microbatches
-      << " micro-batches per pipeline), seq " << s.training.seq << ", " << workload::to_string(s.training.precision)
+      << " micro-batches per pipeline), seq " << s.training.seq << ", " << workload::describe_precision(s.training)
       << ", recompute " << workload::describe_recompute(s.training) << ", sharding " << workload::to_string(p.sharding)
       << (s.training.overlap_moe_expert_parallel_comm ? ", EP all-to-all overlap" : "") << "\n";
   out << "  step time      " << fmt("%10.3f s", step.step_time_s) << "\n";

@@ -60,9 +60,10 @@ struct TpGemm {
   bool bulk = false;
 };
 
-int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, const TpGemm& g, Op op, bool comm_first, int after) {
+int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, int layer, const TpGemm& g, Op op, bool comm_first,
+                 int after) {
   const auto& p = w.s.parallelism;
-  const bool fp8 = w.s.training.precision == Precision::fp8;
+  const bool fp8 = w.fp8(layer);
   const double bytes = static_cast<double>(w.tokens) * w.s.model.hidden * w.act_bytes;
   if (p.tp == 1) return w.gemm(rank, g.name, g.m, g.n, g.k, fp8, after_of(after));
   const std::string comm_name = g.name + (op == Op::all_gather ? ".ag" : op == Op::reduce_scatter ? ".rs" : ".ar");
@@ -130,21 +131,21 @@ int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int laye
 }
 
 /// QKV (or MLA's down and up projections) forward GEMMs after the input all-gather.
-int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int after) {
+int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
   const auto& m = w.s.model;
   const Shapes s = shapes_of(w);
   const double t = w.tokens;
-  if (!m.mla) return gemm_with_tp(w, rank, c, {"qkv", t, s.q + 2 * s.kv, s.h}, Op::all_gather, true, after);
+  if (!m.mla) return gemm_with_tp(w, rank, c, layer, {"qkv", t, s.q + 2 * s.kv, s.h}, Op::all_gather, true, after);
   const auto& a = m.mla_shape;
   const double tp = s.tp;
-  int node = gemm_with_tp(w, rank, c, {"mla.kv_down", t, static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim), s.h}, Op::all_gather, true, after);
+  int node = gemm_with_tp(w, rank, c, layer, {"mla.kv_down", t, static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim), s.h}, Op::all_gather, true, after);
   node = w.gemm(rank, "mla.kv_up", t, m.heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank,
-                w.s.training.precision == Precision::fp8, {node});
+                w.fp8(layer), {node});
   if (a.q_lora_rank > 0) {
-    node = w.gemm(rank, "mla.q_down", t, a.q_lora_rank, s.h, w.s.training.precision == Precision::fp8, {node});
-    return w.gemm(rank, "mla.q_up", t, s.q, a.q_lora_rank, w.s.training.precision == Precision::fp8, {node});
+    node = w.gemm(rank, "mla.q_down", t, a.q_lora_rank, s.h, w.fp8(layer), {node});
+    return w.gemm(rank, "mla.q_up", t, s.q, a.q_lora_rank, w.fp8(layer), {node});
   }
-  return w.gemm(rank, "mla.q", t, s.q, s.h, w.s.training.precision == Precision::fp8, {node});
+  return w.gemm(rank, "mla.q", t, s.q, s.h, w.fp8(layer), {node});
 }
 
 }  // namespace
@@ -157,20 +158,20 @@ LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& 
   LayerPieces pieces;
   pieces.push_back({PieceRole::attention, [&w, &c, rank, layer, moe, s, t, tsp, ab, reduce](int after) {
     int node = w.memory(rank, "norm1", 2 * tsp * s.h * ab, after_of(after));
-    node = qkv_forward(w, rank, c, node);
+    node = qkv_forward(w, rank, c, layer, node);
     node = w.memory(rank, "rope", 2 * t * (s.q + s.kv) * ab, {node});
     node = attention_with_cp(w, rank, c, layer, false, node);
-    node = gemm_with_tp(w, rank, c, {"proj", t, s.h, s.o_in}, reduce, false, node);
+    node = gemm_with_tp(w, rank, c, layer, {"proj", t, s.h, s.o_in}, reduce, false, node);
     node = w.memory(rank, "residual_norm2", 5 * tsp * s.h * ab, {node});
     if (moe) return moe_route(w, rank, false, node);
-    node = gemm_with_tp(w, rank, c, {"fc1", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
+    node = gemm_with_tp(w, rank, c, layer, {"fc1", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
     node = w.memory(rank, "act", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
-    node = gemm_with_tp(w, rank, c, {"fc2", t, s.h, s.ffn}, reduce, false, node);
+    node = gemm_with_tp(w, rank, c, layer, {"fc2", t, s.h, s.ffn}, reduce, false, node);
     return w.memory(rank, "residual", 3 * tsp * s.h * ab, {node});
   }});
   if (!moe) return pieces;
   pieces.push_back({PieceRole::dispatch, [&w, &c, rank](int after) { return moe_a2a_to_experts(w, rank, c, false, after); }});
-  pieces.push_back({PieceRole::experts, [&w, rank](int after) { return moe_experts(w, rank, false, false, after); }});
+  pieces.push_back({PieceRole::experts, [&w, rank, layer](int after) { return moe_experts(w, rank, layer, false, false, after); }});
   pieces.push_back({PieceRole::combine, [&w, &c, rank](int after) { return moe_a2a_from_experts(w, rank, c, false, after); }});
   pieces.push_back({PieceRole::post, [&w, rank, s, tsp, ab](int after) {
     const int node = moe_unpermute(w, rank, false, after);
@@ -186,7 +187,7 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
   LayerPieces pieces;
   // Recompute, then the dense MLP backward (grad all-gather -> FC2 dgrad/wgrad -> act' -> FC1
   // dgrad/wgrad -> reduce) or the MoE unpermutation's gradient.
-  const bool fp8 = tr.precision == Precision::fp8;
+  const bool fp8 = w.fp8(layer);
   const Shapes s = shapes_of(w);
   const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
   const bool sp = w.s.parallelism.sequence_parallel;
@@ -203,30 +204,30 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     if (selective && again.layernorm) node = w.memory(rank, "norms.recompute", 2 * 2 * tsp * s.h * ab, after_of(node));
     if (moe) return moe_unpermute(w, rank, true, node);
     if (selective && again.mlp) {
-      node = gemm_with_tp(w, rank, c, {"fc1.recompute", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
+      node = gemm_with_tp(w, rank, c, layer, {"fc1.recompute", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
       node = w.memory(rank, "act.recompute", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
-      node = gemm_with_tp(w, rank, c, {"fc2.recompute", t, s.h, s.ffn}, reduce, false, node);
+      node = gemm_with_tp(w, rank, c, layer, {"fc2.recompute", t, s.h, s.ffn}, reduce, false, node);
     }
-    if (sp) node = gemm_with_tp(w, rank, c, {"fc2.dgrad", t, s.ffn, s.h}, Op::all_gather, true, node);
+    if (sp) node = gemm_with_tp(w, rank, c, layer, {"fc2.dgrad", t, s.ffn, s.h}, Op::all_gather, true, node);
     else node = w.gemm(rank, "fc2.dgrad", t, s.ffn, s.h, fp8, after_of(node));
     node = w.gemm(rank, "fc2.wgrad", s.h, s.ffn, t, fp8, {node});
     node = w.memory(rank, "act.bwd", 2 * (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
-    node = gemm_with_tp(w, rank, c, {"fc1.dgrad", t, s.h, s.ffn_cols, true}, reduce, false, node);
-    if (sp) return gemm_with_tp(w, rank, c, {"fc1.wgrad", s.ffn_cols, s.h, t, true}, Op::all_gather, true, node);  // LN output again
+    node = gemm_with_tp(w, rank, c, layer, {"fc1.dgrad", t, s.h, s.ffn_cols, true}, reduce, false, node);
+    if (sp) return gemm_with_tp(w, rank, c, layer, {"fc1.wgrad", s.ffn_cols, s.h, t, true}, Op::all_gather, true, node);  // LN output again
     return w.gemm(rank, "fc1.wgrad", s.ffn_cols, s.h, t, fp8, {node});
   }});
   if (moe) {
     pieces.push_back({PieceRole::combine, [&w, &c, rank](int after) { return moe_a2a_to_experts(w, rank, c, true, after); }});
-    pieces.push_back({PieceRole::experts, [&w, rank, delay_wgrad](int after) { return moe_experts(w, rank, true, delay_wgrad, after); }});
+    pieces.push_back({PieceRole::experts, [&w, rank, layer, delay_wgrad](int after) { return moe_experts(w, rank, layer, true, delay_wgrad, after); }});
     pieces.push_back({PieceRole::dispatch, [&w, &c, rank](int after) { return moe_a2a_from_experts(w, rank, c, true, after); }});
-    if (delay_wgrad) pieces.push_back({PieceRole::wgrad, [&w, rank](int after) { return moe_expert_wgrad(w, rank, after); }});
+    if (delay_wgrad) pieces.push_back({PieceRole::wgrad, [&w, rank, layer](int after) { return moe_expert_wgrad(w, rank, layer, after); }});
   }
   // Attention backward.
   pieces.push_back({PieceRole::attention, [&w, &c, rank, layer, moe, fp8, s, t, tsp, ab, sp, reduce](int after) {
     const auto& tr = w.s.training;
     int node = moe ? moe_route(w, rank, true, after) : after;
     node = w.memory(rank, "norm2.bwd", 2 * 5 * tsp * s.h * ab, after_of(node));
-    if (sp) node = gemm_with_tp(w, rank, c, {"proj.dgrad", t, s.o_in, s.h}, Op::all_gather, true, node);
+    if (sp) node = gemm_with_tp(w, rank, c, layer, {"proj.dgrad", t, s.o_in, s.h}, Op::all_gather, true, node);
     else node = w.gemm(rank, "proj.dgrad", t, s.o_in, s.h, fp8, {node});
     node = w.gemm(rank, "proj.wgrad", s.h, s.o_in, t, fp8, {node});
     if (tr.recompute == Recompute::selective && tr.recompute_modules.core_attn) {
@@ -238,8 +239,8 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     }
     node = attention_with_cp(w, rank, c, layer, true, node);
     node = w.memory(rank, "rope.bwd", 2 * t * (s.q + s.kv) * ab, {node});
-    node = gemm_with_tp(w, rank, c, {"qkv.dgrad", t, s.h, s.q + 2 * s.kv, true}, reduce, false, node);
-    if (sp) node = gemm_with_tp(w, rank, c, {"qkv.wgrad", s.q + 2 * s.kv, s.h, t, true}, Op::all_gather, true, node);
+    node = gemm_with_tp(w, rank, c, layer, {"qkv.dgrad", t, s.h, s.q + 2 * s.kv, true}, reduce, false, node);
+    if (sp) node = gemm_with_tp(w, rank, c, layer, {"qkv.wgrad", s.q + 2 * s.kv, s.h, t, true}, Op::all_gather, true, node);
     else node = w.gemm(rank, "qkv.wgrad", s.q + 2 * s.kv, s.h, t, fp8, {node});
     return w.memory(rank, "norm1.bwd", 2 * 2 * tsp * s.h * ab, {node});
   }});

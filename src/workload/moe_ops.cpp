@@ -31,13 +31,12 @@ MoeShape moe_shape(const TraceWriter& w) {
   return s;
 }
 
-bool fp8_of(const TraceWriter& w) { return w.s.training.precision == Precision::fp8; }
-
 /// The weight-gradient GEMM of FC2 (h x fc2_k) or FC1 (fc1_n x h) of every local expert, over its rows.
-int expert_wgrad(TraceWriter& w, int rank, const MoeShape& s, bool fc1, int after) {
+int expert_wgrad(TraceWriter& w, int rank, int layer, const MoeShape& s, bool fc1, int after) {
   const double h = w.s.model.hidden;
-  if (fc1) return w.gemm(rank, "moe.fc1.wgrad", s.fc1_n, h, s.rows_per_expert, fp8_of(w), after_of(after), s.local_experts);
-  return w.gemm(rank, "moe.fc2.wgrad", h, s.fc2_k, s.rows_per_expert, fp8_of(w), after_of(after), s.local_experts);
+  const bool fp8 = w.fp8(layer);
+  if (fc1) return w.gemm(rank, "moe.fc1.wgrad", s.fc1_n, h, s.rows_per_expert, fp8, after_of(after), s.local_experts);
+  return w.gemm(rank, "moe.fc2.wgrad", h, s.fc2_k, s.rows_per_expert, fp8, after_of(after), s.local_experts);
 }
 
 }  // namespace
@@ -60,11 +59,11 @@ int moe_a2a_to_experts(TraceWriter& w, int rank, const Communicators& c, bool ba
   return node;
 }
 
-int moe_experts(TraceWriter& w, int rank, bool backward, bool delay_wgrad, int after) {
+int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_wgrad, int after) {
   const auto& m = w.s.model;
   const auto& tr = w.s.training;
   const MoeShape s = moe_shape(w);
-  const bool fp8 = fp8_of(w);
+  const bool fp8 = w.fp8(layer);
   const double rows = s.rows_per_expert, h = m.hidden;
   const int e = s.local_experts;
   const double act_bytes = (s.gated + 1) * rows * e * s.fc2_k * w.act_bytes;
@@ -76,10 +75,10 @@ int moe_experts(TraceWriter& w, int rank, bool backward, bool delay_wgrad, int a
   } else {
     const bool act_again = tr.recompute == Recompute::selective && tr.recompute_modules.moe_act;
     node = w.gemm(rank, "moe.fc2.dgrad", rows, s.fc2_k, h, fp8, after_of(node), e);
-    if (!delay_wgrad) node = expert_wgrad(w, rank, s, false, node);
+    if (!delay_wgrad) node = expert_wgrad(w, rank, layer, s, false, node);
     node = w.memory(rank, "moe.act.bwd", (2 + (act_again ? 1 : 0)) * act_bytes, after_of(node));
     node = w.gemm(rank, "moe.fc1.dgrad", rows, h, s.fc1_n, fp8, after_of(node), e);
-    if (!delay_wgrad) node = expert_wgrad(w, rank, s, true, node);
+    if (!delay_wgrad) node = expert_wgrad(w, rank, layer, s, true, node);
   }
   if (m.moe.shared_ffn > 0) {
     const double t = s.tokens_in, shared_n = s.gated * m.moe.shared_ffn, shared_k = m.moe.shared_ffn;
@@ -96,9 +95,9 @@ int moe_experts(TraceWriter& w, int rank, bool backward, bool delay_wgrad, int a
   return node;
 }
 
-int moe_expert_wgrad(TraceWriter& w, int rank, int after) {
+int moe_expert_wgrad(TraceWriter& w, int rank, int layer, int after) {
   const MoeShape s = moe_shape(w);
-  return expert_wgrad(w, rank, s, true, expert_wgrad(w, rank, s, false, after));
+  return expert_wgrad(w, rank, layer, s, true, expert_wgrad(w, rank, layer, s, false, after));
 }
 
 int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after) {

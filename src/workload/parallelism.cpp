@@ -61,6 +61,17 @@ TrainingOptions read_training(ObjectReader& r) {
   TrainingOptions t;
   t.seq = static_cast<int>(r.int_or("seq_length", 4096, 1));
   t.precision = r.choice_or("precision", {"bf16", "fp8"}, "bf16") == "fp8" ? Precision::fp8 : Precision::bf16;
+  const bool fp8 = t.precision == Precision::fp8;
+  if (r.has("fp8_recipe") && !fp8) r.fail("fp8_recipe", "only with precision = \"fp8\"");
+  const std::string recipe = r.choice_or("fp8_recipe", {"tensorwise", "delayed", "mxfp8"}, "tensorwise");
+  t.fp8_recipe = recipe == "delayed" ? Fp8Recipe::delayed : recipe == "mxfp8" ? Fp8Recipe::mxfp8 : Fp8Recipe::tensorwise;
+  if (r.has("first_last_layers_bf16") && !fp8) r.fail("first_last_layers_bf16", "only with precision = \"fp8\"");
+  t.first_last_layers_bf16 = r.bool_or("first_last_layers_bf16", false);
+  for (const char* key : {"num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16"}) {
+    if (r.has(key) && !t.first_last_layers_bf16) r.fail(key, "only with first_last_layers_bf16 = true");
+  }
+  t.layers_at_start_in_bf16 = static_cast<int>(r.int_or("num_layers_at_start_in_bf16", 1, 0));
+  t.layers_at_end_in_bf16 = static_cast<int>(r.int_or("num_layers_at_end_in_bf16", 1, 0));
   const std::string recompute = r.choice_or("recompute_granularity", {"none", "selective", "full"}, "none");
   t.recompute = recompute == "none" ? Recompute::none : recompute == "selective" ? Recompute::selective : Recompute::full;
   if (r.has("recompute_modules")) {
@@ -149,6 +160,11 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
   if (t.precision == Precision::fp8 && gpu.fp8_dense_flops <= 0) {
     throw InputError(where + ": /training/precision = \"fp8\": the " + gpu.name + " has no FP8 tensor cores (use bf16)");
   }
+  const bool blackwell = gpu.architecture.rfind("blackwell", 0) == 0;
+  if (t.precision == Precision::fp8 && t.fp8_recipe == Fp8Recipe::mxfp8 && !blackwell) {
+    throw InputError(where + ": /training/fp8_recipe = \"mxfp8\": needs a Blackwell GPU (MXFP8 tensor cores); the " +
+                     gpu.name + " is " + gpu.architecture + " (use tensorwise or delayed)");
+  }
   if (t.overlap_moe_expert_parallel_comm) {
     // Megatron-Bridge's checks (training/comm_overlap.py): EP all-to-alls to hide, the interleaved
     // schedule when pipelined, and no full recompute.
@@ -165,6 +181,18 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
 }
 
 std::string to_string(Precision precision) { return precision == Precision::fp8 ? "fp8" : "bf16"; }
+std::string to_string(Fp8Recipe recipe) {
+  return recipe == Fp8Recipe::delayed ? "delayed" : recipe == Fp8Recipe::mxfp8 ? "mxfp8" : "tensorwise";
+}
+std::string describe_precision(const TrainingOptions& t) {
+  if (t.precision != Precision::fp8) return to_string(t.precision);
+  std::string text = "fp8 (" + to_string(t.fp8_recipe);
+  if (t.first_last_layers_bf16) {
+    text += ", first " + std::to_string(t.layers_at_start_in_bf16) + " and last " + std::to_string(t.layers_at_end_in_bf16) +
+            " layers in bf16";
+  }
+  return text + ")";
+}
 std::string describe_recompute(const TrainingOptions& t) {
   if (t.recompute != Recompute::selective) return to_string(t.recompute);
   std::string list;

@@ -39,6 +39,20 @@ TraceNode node_of(int rank, NodeType type, Category category, std::string name) 
   return node;
 }
 
+/// HBM bytes per element that quantizing a GEMM input to FP8 moves (read BF16, write the FP8 copy and
+/// the transposed or column-wise copy the other GEMM of the pair needs), by recipe (docs/model.md):
+/// tensorwise first reads the tensor for its amax (2 + 2 + 1 + 1); delayed takes the scale from the amax
+/// history and reduces the new amax inside the cast (2 + 1 + 1); MXFP8 computes each 32-element block's
+/// scale inside the cast and writes one E8M0 scale byte per block for each copy (2 + 1 + 1 + 2/32).
+double quantize_bytes_per_element(Fp8Recipe recipe) {
+  switch (recipe) {
+    case Fp8Recipe::tensorwise: return 6.0;
+    case Fp8Recipe::delayed: return 4.0;
+    case Fp8Recipe::mxfp8: return 4.0 + 2.0 / 32.0;
+  }
+  return 6.0;
+}
+
 }  // namespace
 
 TraceWriter::TraceWriter(const Scenario& scenario, Trace& t) : s(scenario), trace(t) {
@@ -92,15 +106,14 @@ int TraceWriter::gemm(int rank, const std::string& name, double m, double n, dou
   node.k = k;
   node.flops = 2.0 * m * n * k * repeat;
   node.fp8 = fp8;
-  // FP8 with current scaling quantizes the GEMM's activation (or gradient) input first: an amax pass
-  // (read BF16), a cast (read BF16, write FP8) and a transposed FP8 copy for the other GEMM of the pair:
-  // 6 bytes per element. Weight-gradient GEMMs reuse the copies made for the data-gradient GEMM.
+  // FP8 quantizes the GEMM's activation (or gradient) input first (quantize_bytes_per_element).
+  // Weight-gradient GEMMs reuse the copies made for the data-gradient GEMM.
   const auto ends_with = [&name](const char* suffix) {
     const std::string s(suffix);
     return name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
   };
   const bool wgrad = ends_with(".wgrad");
-  if (fp8 && !wgrad) node.bytes = 6.0 * m * k * repeat;
+  if (fp8 && !wgrad) node.bytes = quantize_bytes_per_element(s.training.fp8_recipe) * m * k * repeat;
   // Transformer Engine runs the backward FP8 GEMMs with the split (FP32-promoting) accumulator and the
   // forward ones with fast accumulation (recipe MMParams: fprop False, dgrad and wgrad True).
   node.fp8_split_accumulator = fp8 && (wgrad || ends_with(".dgrad"));

@@ -26,6 +26,8 @@ class TraceWriter {
   double act_bytes = 2;
   ParameterCounts counts;  ///< of the model, once
 
+  /// Whether transformer layer `layer` runs its GEMMs in FP8 (precision, first_last_layers_bf16).
+  bool fp8(int layer) const { return s.training.layer_in_fp8(layer, s.model.layers); }
   /// The id of the communicator (kind, ranks), created on first use.
   int comm(const std::string& kind, std::vector<int> ranks);
   int add(TraceNode node);
@@ -78,9 +80,9 @@ int moe_route(TraceWriter& w, int rank, bool backward, int after);
 int moe_a2a_to_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after);
 /// Expert GEMMs and activation (and the shared experts); in backward the data gradients, and the weight
 /// gradients too unless `delay_wgrad`.
-int moe_experts(TraceWriter& w, int rank, bool backward, bool delay_wgrad, int after);
+int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_wgrad, int after);
 /// The experts' weight-gradient GEMMs when delayed (delay_wgrad_compute).
-int moe_expert_wgrad(TraceWriter& w, int rank, int after);
+int moe_expert_wgrad(TraceWriter& w, int rank, int layer, int after);
 /// ETP reduce-scatter, then the all-to-all back from the experts (EP): the combine, or in backward the
 /// gradient of the dispatch.
 int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after);

@@ -348,6 +348,66 @@ TEST_CASE("selective MLP recompute runs the dense MLP forward again, with its TP
   CHECK(comm_bytes["fc2.recompute.rs"] == Approx(comm_bytes["fc2.rs"]));
 }
 
+TEST_CASE("first_last_layers_bf16 runs the first and last layers' GEMMs in BF16; the FP8 recipe sets the quantization bytes",
+          "[workload]") {
+  const int layers = 4, microbatches = 2;
+  const nlohmann::json model{{"base", "llama3-8b"}, {"num_hidden_layers", layers}};
+  const nlohmann::json par{{"global_batch_size", 8 * microbatches}};
+  auto trace_of = [&](const nlohmann::json& training) {
+    std::vector<int> rank_gpu(8);
+    for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+    return build_trace(make_scenario(par, training, model, 1), rank_gpu, false);
+  };
+  const nlohmann::json fp8{{"seq_length", 2048}, {"precision", "fp8"}};
+  nlohmann::json ends_bf16 = fp8;
+  ends_bf16["first_last_layers_bf16"] = true;
+  // The forward QKV GEMMs in trace order: layers 0..3 of each micro-batch; layer 0 and 3 in BF16.
+  std::vector<bool> qkv_fp8;
+  for (const auto& n : trace_of(ends_bf16).nodes) {
+    if (n.rank == 0 && n.name == "qkv") qkv_fp8.push_back(n.fp8);
+  }
+  REQUIRE(qkv_fp8.size() == static_cast<std::size_t>(layers * microbatches));
+  for (int i = 0; i < layers * microbatches; ++i) {
+    const int layer = i % layers;
+    INFO("layer " << layer);
+    CHECK(qkv_fp8[i] == (layer != 0 && layer != layers - 1));
+  }
+  nlohmann::json three_at_start = ends_bf16;
+  three_at_start["num_layers_at_start_in_bf16"] = 3;
+  three_at_start["num_layers_at_end_in_bf16"] = 0;
+  const Scenario start3 = make_scenario(par, three_at_start, model, 1);
+  CHECK_FALSE(start3.training.layer_in_fp8(2, layers));
+  CHECK(start3.training.layer_in_fp8(3, layers));
+  // A BF16 layer keeps its GEMM inputs in BF16: more activation memory than an FP8 layer.
+  const Scenario ends = make_scenario(par, ends_bf16, model, 1);
+  CHECK(activation_bytes_per_layer(ends, 0) > activation_bytes_per_layer(ends, 1));
+  CHECK(activation_bytes_per_layer(ends, 1) == Approx(activation_bytes_per_layer(make_scenario(par, fp8, model, 1), 1)));
+  // Quantizing a GEMM input: current (tensorwise) scaling reads it once more for the amax than delayed
+  // scaling: 6 against 4 bytes per element.
+  auto qkv_bytes = [&](const nlohmann::json& training) {
+    for (const auto& n : trace_of(training).nodes) {
+      if (n.name == "qkv") return n.bytes / (n.m * n.k);
+    }
+    return 0.0;
+  };
+  nlohmann::json delayed = fp8;
+  delayed["fp8_recipe"] = "delayed";
+  CHECK(qkv_bytes(fp8) == Approx(6.0));
+  CHECK(qkv_bytes(delayed) == Approx(4.0));
+}
+
+TEST_CASE("FP8 recipe options are checked", "[workload]") {
+  const nlohmann::json model{{"base", "llama3-8b"}, {"num_hidden_layers", 4}};
+  const nlohmann::json par{{"global_batch_size", 8}};
+  CHECK_THROWS_WITH(make_scenario(par, {{"precision", "fp8"}, {"fp8_recipe", "mxfp8"}}, model, 1),
+                    Catch::Matchers::Contains("fp8_recipe") && Catch::Matchers::Contains("Blackwell"));
+  CHECK_THROWS_WITH(make_scenario(par, {{"fp8_recipe", "delayed"}}, model, 1), Catch::Matchers::Contains("only with precision"));
+  CHECK_THROWS_WITH(make_scenario(par, {{"precision", "fp8"}, {"fp8_recipe", "hybrid"}}, model, 1),
+                    Catch::Matchers::Contains("tensorwise"));
+  CHECK_THROWS_WITH(make_scenario(par, {{"precision", "fp8"}, {"num_layers_at_start_in_bf16", 2}}, model, 1),
+                    Catch::Matchers::Contains("first_last_layers_bf16"));
+}
+
 TEST_CASE("a symmetric trace has one rank per stage and round-trips through JSON", "[workload]") {
   auto s = make_scenario({{"tensor_model_parallel_size", 2}, {"pipeline_model_parallel_size", 2}, {"global_batch_size", 16}},
                          {{"seq_length", 2048}}, nlohmann::json{{"base", "llama3-8b"}, {"num_hidden_layers", 4}}, 2);

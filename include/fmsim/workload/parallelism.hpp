@@ -10,6 +10,10 @@
 namespace fmsim::workload {
 
 enum class Precision { bf16, fp8 };
+/// Transformer Engine's FP8 scaling recipe (Megatron-Core `fp8_recipe`): per-tensor scales from the
+/// tensor's own amax (`tensorwise`, "current scaling"), from an amax history (`delayed`), or E8M0
+/// scales per 32 elements (`mxfp8`, Blackwell).
+enum class Fp8Recipe { tensorwise, delayed, mxfp8 };
 enum class Recompute { none, selective, full };
 /// Megatron-FSDP data_parallel_sharding_strategy: no_shard (plain DDP), optim (ZeRO-1 = distributed
 /// optimizer), optim_grads (ZeRO-2), optim_grads_params (ZeRO-3 / FSDP).
@@ -42,6 +46,12 @@ struct RecomputeModules {
 struct TrainingOptions {
   int seq = 4096;
   Precision precision = Precision::bf16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::tensorwise;  ///< with precision fp8
+  /// Megatron-Core first_last_layers_bf16: the first num_layers_at_start_in_bf16 and the last
+  /// num_layers_at_end_in_bf16 transformer layers of the model run their GEMMs in BF16 under FP8.
+  bool first_last_layers_bf16 = false;
+  int layers_at_start_in_bf16 = 1;
+  int layers_at_end_in_bf16 = 1;
   Recompute recompute = Recompute::none;
   RecomputeModules recompute_modules;  ///< used when recompute == selective
   bool overlap_grad_reduce = true;
@@ -59,6 +69,12 @@ struct TrainingOptions {
   double bucket_params = 0;        ///< DDP bucket size in parameters; 0 = Megatron's default max(4e7, 1e6 dp)
   double total_tokens = 0;         ///< the whole run, for time/cost to train and goodput; 0 = not given
   long long train_iters = 0;       ///< the whole run in steps (Megatron --train-iters); 0 = not given
+
+  /// Whether layer `layer` (0-based, of `layers`) runs its GEMMs in FP8.
+  bool layer_in_fp8(int layer, int layers) const {
+    if (precision != Precision::fp8) return false;
+    return !first_last_layers_bf16 || (layer >= layers_at_start_in_bf16 && layer < layers - layers_at_end_in_bf16);
+  }
 };
 
 /// Reads "parallelism" (Megatron names). `gpus` is the world size the cluster offers.
@@ -71,6 +87,9 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
               const std::string& where);
 
 std::string to_string(Precision precision);
+std::string to_string(Fp8Recipe recipe);
+/// "bf16", or "fp8 (tensorwise)", "fp8 (delayed, first 1 and last 1 layers in bf16)".
+std::string describe_precision(const TrainingOptions& t);
 std::string to_string(Recompute recompute);
 /// "selective (core_attn, moe_act)" for selective recompute, else to_string(recompute).
 std::string describe_recompute(const TrainingOptions& t);
