@@ -39,6 +39,17 @@ int expert_wgrad(TraceWriter& w, int rank, int layer, const MoeShape& s, bool fc
   return w.gemm(rank, "moe.fc2.wgrad", h, s.fc2_k, s.rows_per_expert, fp8, after_of(after), s.local_experts);
 }
 
+/// Megatron's alltoall dispatcher receives rows grouped by source rank, then local expert, and with
+/// more than one local expert reorders them by local expert for the grouped GEMM (sort_chunks_by_idxs
+/// in dispatch_postprocess), and back before the combine (combine_preprocess); backward runs both
+/// reorders on the gradients. Each reads and writes this rank's routed rows. They run on the compute
+/// stream with the experts (the expert piece of Megatron's fine-grained schedule), not beside the
+/// all-to-alls.
+int sort_chunks(TraceWriter& w, int rank, const MoeShape& s, const char* name, int after) {
+  if (s.local_experts < 2) return after;
+  return w.memory(rank, name, 2 * s.routed_bytes * w.s.parallelism.etp, after_of(after));
+}
+
 }  // namespace
 
 int moe_route(TraceWriter& w, int rank, bool backward, int after) {
@@ -67,7 +78,7 @@ int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_w
   const double rows = s.rows_per_expert, h = m.hidden;
   const int e = s.local_experts;
   const double act_bytes = (s.gated + 1) * rows * e * s.fc2_k * w.act_bytes;
-  int node = after;
+  int node = sort_chunks(w, rank, s, backward ? "moe.sort_chunks.combine_bwd" : "moe.sort_chunks", after);
   if (!backward) {
     node = w.gemm(rank, "moe.fc1", rows, s.fc1_n, h, fp8, after_of(node), e);
     node = w.memory(rank, "moe.act", act_bytes, after_of(node));
@@ -80,6 +91,7 @@ int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_w
     node = w.gemm(rank, "moe.fc1.dgrad", rows, h, s.fc1_n, fp8, after_of(node), e);
     if (!delay_wgrad) node = expert_wgrad(w, rank, layer, s, true, node);
   }
+  node = sort_chunks(w, rank, s, backward ? "moe.sort_chunks.bwd" : "moe.sort_chunks.combine", node);
   if (m.moe.shared_ffn > 0) {
     const double t = s.tokens_in, shared_n = s.gated * m.moe.shared_ffn, shared_k = m.moe.shared_ffn;
     if (!backward) {

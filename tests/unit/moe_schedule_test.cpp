@@ -100,3 +100,26 @@ TEST_CASE("combined 1F1B issues each all-to-all beside the other pass's compute"
   const auto undelayed = stream_of(moe_trace(true, false), "compute");
   for (const auto& n : next_after(undelayed, "moe.fc2.dgrad")) CHECK(n == "moe.fc2.wgrad");
 }
+
+TEST_CASE("the dispatcher reorders the received rows by local expert and back, in both passes", "[workload]") {
+  // Qwen3-30B-A3B at EP8: 16 local experts, so Megatron's sort_chunks_by_idxs runs after the dispatch
+  // and before the combine, and again on the gradients: four passes per layer and micro-batch, each
+  // reading and writing the rank's routed rows (tokens x top-k x hidden x 2 bytes).
+  const Trace trace = moe_trace(false, false);
+  const auto compute = stream_of(trace, "compute");
+  const auto count = [&](const std::string& name) { return std::count(compute.begin(), compute.end(), name); };
+  const auto experts = count("moe.fc1");  // one per layer and micro-batch
+  REQUIRE(experts > 0);
+  for (const char* name : {"moe.sort_chunks", "moe.sort_chunks.combine", "moe.sort_chunks.combine_bwd", "moe.sort_chunks.bwd"}) {
+    INFO(name);
+    CHECK(count(name) == experts);
+  }
+  const double routed_bytes = 2048.0 * 8 * 2048 * 2;  // seq 2048, top-8, hidden 2048, BF16
+  for (const auto& n : trace.nodes) {
+    if (n.rank == 0 && n.name.rfind("moe.sort_chunks", 0) == 0) CHECK(n.bytes == Approx(2 * routed_bytes));
+  }
+  // The reorders sit with the experts on the compute stream, after the dispatch and before the combine.
+  for (std::size_t i = 0; i + 1 < compute.size(); ++i) {
+    if (compute[i] == "moe.sort_chunks") CHECK(compute[i + 1] == "moe.fc1");
+  }
+}
