@@ -115,6 +115,7 @@ std::string run_summary(const TrainingRun& run) {
       << ", micro-batch " << p.micro_batch << ", global batch " << p.global_batch << " (" << p.microbatches
       << " micro-batches per pipeline), seq " << s.training.seq << ", " << workload::describe_precision(s.training)
       << ", recompute " << workload::describe_recompute(s.training) << ", sharding " << workload::to_string(p.sharding)
+      << (s.training.moe_dispatcher == workload::MoeDispatcher::flex ? ", flex dispatcher" : "")
       << (s.training.overlap_moe_expert_parallel_comm ? ", EP all-to-all overlap" : "") << "\n";
   out << "  step time      " << fmt("%10.3f s", step.step_time_s) << "\n";
   out << "  tokens/s/GPU   " << fmt("%10.0f", m.tokens_per_s_per_gpu) << "\n";

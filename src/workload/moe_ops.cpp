@@ -1,6 +1,10 @@
 // The steps of a MoE block on one rank with Megatron-Core's alltoall dispatcher (MEGATRON-NOTES.md
 // section 6): router, permutation, all-to-all to the experts (then the ETP all-gather), expert GEMMs,
 // (ETP reduce-scatter, then) all-to-all back, unpermutation. Backward runs the same steps in reverse.
+// The flex dispatcher (DeepEP, HybridEP) sends the unpermuted tokens, permutes them by expert after the
+// dispatch and back before the combine, and sums each token's expert outputs inside the combine.
+#include <set>
+
 #include "trace_builder_internal.hpp"
 
 namespace fmsim::workload::detail {
@@ -39,15 +43,46 @@ int expert_wgrad(TraceWriter& w, int rank, int layer, const MoeShape& s, bool fc
   return w.gemm(rank, "moe.fc2.wgrad", h, s.fc2_k, s.rows_per_expert, fp8, after_of(after), s.local_experts);
 }
 
+bool flex(const TraceWriter& w) { return w.s.training.moe_dispatcher == MoeDispatcher::flex; }
+
 /// Megatron's alltoall dispatcher receives rows grouped by source rank, then local expert, and with
 /// more than one local expert reorders them by local expert for the grouped GEMM (sort_chunks_by_idxs
-/// in dispatch_postprocess), and back before the combine (combine_preprocess); backward runs both
-/// reorders on the gradients. Each reads and writes this rank's routed rows. They run on the compute
-/// stream with the experts (the expert piece of Megatron's fine-grained schedule), not beside the
-/// all-to-alls.
-int sort_chunks(TraceWriter& w, int rank, const MoeShape& s, const char* name, int after) {
+/// in dispatch_postprocess), and back before the combine (combine_preprocess); the flex dispatcher
+/// receives tokens and permutes them into rows by local expert there, and back. Backward runs both on
+/// the gradients. Each reads and writes this rank's routed rows. They run on the compute stream with the
+/// experts (the expert piece of Megatron's fine-grained schedule), not beside the all-to-alls.
+int reorder_by_expert(TraceWriter& w, int rank, const MoeShape& s, bool to_experts, bool backward, int after) {
+  if (flex(w)) {
+    const char* name = to_experts ? (backward ? "moe.unpermute.bwd" : "moe.permute")
+                                  : (backward ? "moe.permute.bwd" : "moe.unpermute");
+    return w.memory(rank, name, 2 * s.routed_bytes * w.s.parallelism.etp, after_of(after));
+  }
   if (s.local_experts < 2) return after;
+  const char* name = to_experts ? (backward ? "moe.sort_chunks.combine_bwd" : "moe.sort_chunks")
+                                : (backward ? "moe.sort_chunks.bwd" : "moe.sort_chunks.combine");
   return w.memory(rank, name, 2 * s.routed_bytes * w.s.parallelism.etp, after_of(after));
+}
+
+/// Bytes the flex dispatcher sends per byte the alltoall dispatcher sends. DeepEP and HybridEP send a
+/// token once to each other NVLink domain that holds one of its experts and fan it out there over
+/// NVLink, where the alltoall dispatcher sends one copy per expert. With k of E experts chosen uniformly
+/// (balanced routing) over g domains of E/g experts, a domain is hit with probability
+/// 1 - C(E - E/g, k) / C(E, k), so the cross-domain bytes fall from k (g-1)/g copies to (g-1) x that
+/// probability. The all-to-all is priced whole at this share (it is bound by the cross-domain links).
+double flex_send_share(const TraceWriter& w, int ep_comm) {
+  const auto& m = w.s.model;
+  const int domain_gpus = w.s.cluster.gpus_per_node * w.s.cluster.nvlink_domain_nodes;
+  std::set<int> domains;
+  for (int r : w.trace.comms[ep_comm].ranks) domains.insert(w.trace.rank_gpu[r] / domain_gpus);
+  const double g = static_cast<double>(domains.size()), e = m.moe.experts, k = m.moe.experts_per_token;
+  if (g < 2) return 1.0;
+  double missed = 1.0;  // none of the token's k experts in a given domain
+  for (int i = 0; i < m.moe.experts_per_token; ++i) missed *= std::max(0.0, e - e / g - i) / (e - i);
+  return std::min(1.0, g * (1.0 - missed) / k);
+}
+
+double dispatch_bytes(const TraceWriter& w, const Communicators& c, const MoeShape& s) {
+  return flex(w) ? s.routed_bytes * flex_send_share(w, c.ep) : s.routed_bytes;
 }
 
 }  // namespace
@@ -56,13 +91,14 @@ int moe_route(TraceWriter& w, int rank, bool backward, int after) {
   const MoeShape s = moe_shape(w);
   int node = after;
   if (!backward) node = w.gemm(rank, "moe.router", s.tokens_in, w.s.model.moe.experts, w.s.model.hidden, false, after_of(node));
+  if (flex(w)) return node;  // DeepEP / HybridEP take the tokens unpermuted
   return w.memory(rank, backward ? "moe.permute.bwd" : "moe.permute", (backward ? 4 : 2) * s.routed_bytes, after_of(node));
 }
 
 int moe_a2a_to_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after) {
   const MoeShape s = moe_shape(w);
   const int etp = w.s.parallelism.etp;
-  int node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, s.routed_bytes,
+  int node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s),
                           backward ? "moe.combine.bwd" : "moe.dispatch", after_of(after));
   if (etp > 1) {
     node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::all_gather, s.routed_bytes * etp, "moe.etp_ag", after_of(node));
@@ -78,7 +114,7 @@ int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_w
   const double rows = s.rows_per_expert, h = m.hidden;
   const int e = s.local_experts;
   const double act_bytes = (s.gated + 1) * rows * e * s.fc2_k * w.act_bytes;
-  int node = sort_chunks(w, rank, s, backward ? "moe.sort_chunks.combine_bwd" : "moe.sort_chunks", after);
+  int node = reorder_by_expert(w, rank, s, true, backward, after);
   if (!backward) {
     node = w.gemm(rank, "moe.fc1", rows, s.fc1_n, h, fp8, after_of(node), e);
     node = w.memory(rank, "moe.act", act_bytes, after_of(node));
@@ -91,7 +127,7 @@ int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_w
     node = w.gemm(rank, "moe.fc1.dgrad", rows, h, s.fc1_n, fp8, after_of(node), e);
     if (!delay_wgrad) node = expert_wgrad(w, rank, layer, s, true, node);
   }
-  node = sort_chunks(w, rank, s, backward ? "moe.sort_chunks.bwd" : "moe.sort_chunks.combine", node);
+  node = reorder_by_expert(w, rank, s, false, backward, node);
   if (m.moe.shared_ffn > 0) {
     const double t = s.tokens_in, shared_n = s.gated * m.moe.shared_ffn, shared_k = m.moe.shared_ffn;
     if (!backward) {
@@ -119,12 +155,13 @@ int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool 
   if (etp > 1) {
     node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::reduce_scatter, s.routed_bytes * etp, "moe.etp_rs", after_of(node));
   }
-  return w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, s.routed_bytes,
+  return w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s),
                       backward ? "moe.dispatch.bwd" : "moe.combine", after_of(node));
 }
 
 int moe_unpermute(TraceWriter& w, int rank, bool backward, int after) {
   const MoeShape s = moe_shape(w);
+  if (flex(w)) return after;  // the combine kernel sums each token's expert outputs
   return w.memory(rank, backward ? "moe.unpermute.bwd" : "moe.unpermute", (backward ? 4 : 2) * s.routed_bytes, after_of(after));
 }
 

@@ -98,6 +98,13 @@ TrainingOptions read_training(ObjectReader& r) {
     r.fail("delay_wgrad_compute", "false unless overlap_moe_expert_parallel_comm is true (the delayed weight gradients "
                                   "overlap its all-to-alls)");
   }
+  t.moe_dispatcher = r.choice_or("moe_token_dispatcher_type", {"alltoall", "flex"}, "alltoall") == "flex" ? MoeDispatcher::flex
+                                                                                                       : MoeDispatcher::alltoall;
+  if (r.has("moe_flex_dispatcher_backend")) {
+    // DeepEP and HybridEP are priced alike (docs/model.md); the key is accepted for Megatron-Bridge configs.
+    if (t.moe_dispatcher != MoeDispatcher::flex) r.fail("moe_flex_dispatcher_backend", "only with moe_token_dispatcher_type = \"flex\"");
+    r.choice_or("moe_flex_dispatcher_backend", {"deepep", "hybridep"}, "deepep");
+  }
   t.grad_reduce_in_fp32 = r.bool_or("grad_reduce_in_fp32", false);
   t.fp8_param_gather = r.bool_or("fp8_param_gather", false);
   t.bucket_params = r.number_or("bucket_size", 0.0, -1.0);
@@ -165,6 +172,9 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
     throw InputError(where + ": /training/fp8_recipe = \"mxfp8\": needs a Blackwell GPU (MXFP8 tensor cores); the " +
                      gpu.name + " is " + gpu.architecture + " (use tensorwise or delayed)");
   }
+  if (t.moe_dispatcher == MoeDispatcher::flex && !m.is_moe()) {
+    throw InputError(where + ": /training/moe_token_dispatcher_type = \"flex\": needs a mixture-of-experts model");
+  }
   if (t.overlap_moe_expert_parallel_comm) {
     // Megatron-Bridge's checks (training/comm_overlap.py): EP all-to-alls to hide, the interleaved
     // schedule when pipelined, and no full recompute.
@@ -206,6 +216,7 @@ std::string describe_recompute(const TrainingOptions& t) {
   return "selective (" + list + ")";
 }
 
+std::string to_string(MoeDispatcher dispatcher) { return dispatcher == MoeDispatcher::flex ? "flex" : "alltoall"; }
 std::string to_string(Recompute recompute) {
   return recompute == Recompute::none ? "none" : recompute == Recompute::selective ? "selective" : "full";
 }

@@ -123,3 +123,49 @@ TEST_CASE("the dispatcher reorders the received rows by local expert and back, i
     if (compute[i] == "moe.sort_chunks") CHECK(compute[i + 1] == "moe.fc1");
   }
 }
+
+TEST_CASE("the flex dispatcher sends a token once per NVLink domain and fuses the permutations", "[workload]") {
+  // Qwen3-30B-A3B (128 experts, top-8) at EP16 over two p5 nodes: 64 experts per node. A token misses a
+  // node's experts with probability C(64, 8) / C(128, 8); the alltoall dispatcher sends 8 x 1/2 copies
+  // across, DeepEP 1 x P(hit), so the dispatch carries 2 P(hit) / 8 of the alltoall bytes.
+  auto trace_with = [](const std::string& dispatcher, int nodes, int ep) {
+    nlohmann::json doc = {
+        {"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", nodes}}},
+        {"model", {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 2}}},
+        {"parallelism", {{"expert_model_parallel_size", ep}, {"global_batch_size", 8 * nodes}}},
+        {"training", {{"seq_length", 2048}, {"moe_token_dispatcher_type", dispatcher}}}};
+    Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+    std::vector<int> rank_gpu(8 * nodes);
+    for (int i = 0; i < 8 * nodes; ++i) rank_gpu[i] = i;
+    return build_trace(s, rank_gpu, false);
+  };
+  auto dispatch_bytes = [](const Trace& t) {
+    for (const auto& n : t.nodes) {
+      if (n.name == "moe.dispatch") return n.comm_bytes;
+    }
+    return -1.0;
+  };
+  double missed = 1.0;
+  for (int i = 0; i < 8; ++i) missed *= (64.0 - i) / (128.0 - i);
+  const Trace alltoall = trace_with("alltoall", 2, 16), flex = trace_with("flex", 2, 16);
+  CHECK(dispatch_bytes(flex) == Approx(dispatch_bytes(alltoall) * 2 * (1 - missed) / 8).epsilon(1e-6));
+  // Inside one NVLink domain there is nothing to deduplicate.
+  CHECK(dispatch_bytes(trace_with("flex", 1, 8)) == Approx(dispatch_bytes(trace_with("alltoall", 1, 8))));
+  // Permutations: flex permutes once after the dispatch and once before the combine (no permutation
+  // before the dispatch, no unpermutation after the combine, no chunk sort): two passes per direction
+  // against the alltoall dispatcher's four.
+  auto passes = [](const Trace& t) {
+    int count = 0;
+    for (const auto& n : t.nodes) {
+      const bool reorder = n.name.rfind("moe.permute", 0) == 0 || n.name.rfind("moe.unpermute", 0) == 0 ||
+                           n.name.rfind("moe.sort_chunks", 0) == 0;
+      if (n.rank == 0 && reorder) ++count;
+    }
+    return count;
+  };
+  CHECK(passes(alltoall) == 2 * passes(flex));
+  const auto compute = stream_of(flex, "compute");
+  for (std::size_t i = 0; i + 1 < compute.size(); ++i) {
+    if (compute[i] == "moe.permute") CHECK(compute[i + 1] == "moe.fc1");
+  }
+}

@@ -396,7 +396,7 @@ TEST_CASE("first_last_layers_bf16 runs the first and last layers' GEMMs in BF16;
   CHECK(qkv_bytes(delayed) == Approx(4.0));
 }
 
-TEST_CASE("FP8 recipe options are checked", "[workload]") {
+TEST_CASE("FP8 recipe and MoE dispatcher options are checked", "[workload]") {
   const nlohmann::json model{{"base", "llama3-8b"}, {"num_hidden_layers", 4}};
   const nlohmann::json par{{"global_batch_size", 8}};
   CHECK_THROWS_WITH(make_scenario(par, {{"precision", "fp8"}, {"fp8_recipe", "mxfp8"}}, model, 1),
@@ -406,6 +406,10 @@ TEST_CASE("FP8 recipe options are checked", "[workload]") {
                     Catch::Matchers::Contains("tensorwise"));
   CHECK_THROWS_WITH(make_scenario(par, {{"precision", "fp8"}, {"num_layers_at_start_in_bf16", 2}}, model, 1),
                     Catch::Matchers::Contains("first_last_layers_bf16"));
+  CHECK_THROWS_WITH(make_scenario(par, {{"moe_token_dispatcher_type", "flex"}}, model, 1),
+                    Catch::Matchers::Contains("mixture-of-experts"));
+  CHECK_THROWS_WITH(make_scenario(par, {{"moe_flex_dispatcher_backend", "deepep"}}, model, 1),
+                    Catch::Matchers::Contains("only with moe_token_dispatcher_type"));
 }
 
 TEST_CASE("a symmetric trace has one rank per stage and round-trips through JSON", "[workload]") {

@@ -19,6 +19,10 @@ enum class Recompute { none, selective, full };
 /// optimizer), optim_grads (ZeRO-2), optim_grads_params (ZeRO-3 / FSDP).
 enum class Sharding { no_shard, optim, optim_grads, optim_grads_params };
 enum class CpCommType { p2p, all_gather, a2a };
+/// Megatron-Core moe_token_dispatcher_type: `alltoall` (NCCL all-to-all with separate permutations) or
+/// `flex` (DeepEP / HybridEP: one send per destination NVLink domain, permutation fused, reduction in the
+/// combine kernel).
+enum class MoeDispatcher { alltoall, flex };
 
 struct Parallelism {
   int tp = 1, pp = 1, vp = 1, cp = 1, ep = 1, etp = 1, dp = 1;
@@ -64,6 +68,7 @@ struct TrainingOptions {
   /// delay_wgrad_compute: the experts' weight-gradient GEMMs run after the backward dispatch all-to-all
   /// is issued, beside it (on by default with the overlap, as Megatron-Bridge sets both).
   bool delay_wgrad_compute = false;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
   bool grad_reduce_in_fp32 = false;
   bool fp8_param_gather = false;
   double bucket_params = 0;        ///< DDP bucket size in parameters; 0 = Megatron's default max(4e7, 1e6 dp)
@@ -94,6 +99,7 @@ std::string to_string(Recompute recompute);
 /// "selective (core_attn, moe_act)" for selective recompute, else to_string(recompute).
 std::string describe_recompute(const TrainingOptions& t);
 std::string to_string(Sharding sharding);
+std::string to_string(MoeDispatcher dispatcher);
 
 /// Bytes per element of activations and of communicated activations at this precision (BF16 = 2).
 inline double activation_bytes() { return 2.0; }
