@@ -194,7 +194,10 @@ TEST_CASE("GEMM times reproduce the H100 and GB200 cuBLASLt microbenchmarks", "[
                                      {"H100-SXM", 4096, 4096, 4096, 1216.9, 0.08},    {"H100-SXM", 2048, 2048, 2048, 1011.3, 0.08},
                                      {"H100-SXM", 6144, 12288, 12288, 1351.4, 0.05},  {"H100-SXM", 802816, 192, 768, 663.8, 0.20},
                                      {"H200-SXM", 16384, 16384, 16384, 1366.3, 0.02}, {"GB200", 16384, 16384, 16384, 2906.9, 0.02},
-                                     {"GB200", 4096, 4096, 4096, 2834.6, 0.10}};
+                                     {"GB200", 4096, 4096, 4096, 2834.6, 0.10},
+                                     // Small GEMMs: one wave of 128-row tiles on Hopper (no 64-row tiles).
+                                     {"H100-SXM", 1024, 1024, 1024, 274.1, 0.12},     {"H100-SXM", 1024, 2145, 1024, 410.7, 0.08},
+                                     {"H200-SXM", 1024, 1024, 1024, 290.8, 0.08}};
   for (const auto& p : points) {
     INFO(p.gpu << " " << p.m << "x" << p.n << "x" << p.k);
     compute::ComputeModel model(test::catalog().gpu(p.gpu));
