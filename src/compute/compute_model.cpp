@@ -32,11 +32,11 @@ double ComputeModel::gemm_s(const GemmShape& shape, MathPrecision precision, int
   if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0) return 0.0;
   const int sms = std::max(1, gpu_.sm_count - sms_taken);
   // Output tiles a CUTLASS/cuBLAS kernel may use; the library picks the fastest (wave quantization).
-  // Hopper's warp-specialized kernels compute 128-row tiles (two consumer warpgroups of 64 rows); a
-  // 64-row tile would leave half an SM's tensor-core issue idle, so it is not offered there (docs/model.md:
-  // the 1024^3 and 1024x2145x1024 FP8 microbenchmarks).
+  // Hopper's warp-specialized kernels compute 128-row tiles (two consumer warpgroups of 64 rows) once the
+  // GEMM has 128 rows; a 64-row tile at the full per-SM rate made the 1024^3 and 1024x2145x1024 FP8
+  // microbenchmarks 25-40 % fast (docs/model.md). Skinny GEMMs (decode) keep the small tile.
   static constexpr double kTiles[][2] = {{128, 256}, {256, 128}, {128, 128}, {64, 128}};
-  const int tile_options = gpu_.sm_version == 90 ? 3 : 4;
+  const int tile_options = gpu_.sm_version == 90 && shape.m >= 128 ? 3 : 4;
   const double accumulate = split_accumulator && precision == MathPrecision::fp8 ? fp8_split_accumulator_efficiency(gpu_.sm_version) : 1.0;
   const double per_sm_flops = peak_flops(precision) * gpu_.gemm_peak_efficiency * accumulate / gpu_.sm_count;
   double best = INFINITY;
