@@ -52,14 +52,12 @@ bool flex(const TraceWriter& w) { return w.s.training.moe_dispatcher == MoeDispa
 /// the gradients. Each reads and writes this rank's routed rows. They run on the compute stream with the
 /// experts (the expert piece of Megatron's fine-grained schedule), not beside the all-to-alls.
 int reorder_by_expert(TraceWriter& w, int rank, const MoeShape& s, bool to_experts, bool backward, int after) {
-  if (flex(w)) {
-    const char* name = to_experts ? (backward ? "moe.unpermute.bwd" : "moe.permute")
-                                  : (backward ? "moe.permute.bwd" : "moe.unpermute");
-    return w.memory(rank, name, 2 * s.routed_bytes * w.s.parallelism.etp, after_of(after));
-  }
-  if (s.local_experts < 2) return after;
-  const char* name = to_experts ? (backward ? "moe.sort_chunks.combine_bwd" : "moe.sort_chunks")
-                                : (backward ? "moe.sort_chunks.bwd" : "moe.sort_chunks.combine");
+  const bool fused = flex(w);
+  if (!fused && s.local_experts < 2) return after;
+  const char* name = fused ? (to_experts ? (backward ? "moe.unpermute.bwd" : "moe.permute")
+                                         : (backward ? "moe.permute.bwd" : "moe.unpermute"))
+                           : (to_experts ? (backward ? "moe.sort_chunks.combine_bwd" : "moe.sort_chunks")
+                                         : (backward ? "moe.sort_chunks.bwd" : "moe.sort_chunks.combine"));
   return w.memory(rank, name, 2 * s.routed_bytes * w.s.parallelism.etp, after_of(after));
 }
 
