@@ -163,7 +163,7 @@ LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& 
     node = attention_with_cp(w, rank, c, layer, false, node);
     node = gemm_with_tp(w, rank, c, layer, {"proj", t, s.h, s.o_in}, reduce, false, node);
     node = w.memory(rank, "residual_norm2", 5 * tsp * s.h * ab, {node});
-    if (moe) return moe_route(w, rank, false, node);
+    if (moe) return moe_route(w, rank, layer, false, node);
     node = gemm_with_tp(w, rank, c, layer, {"fc1", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
     node = w.memory(rank, "act", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
     node = gemm_with_tp(w, rank, c, layer, {"fc2", t, s.h, s.ffn}, reduce, false, node);
@@ -173,8 +173,8 @@ LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& 
   pieces.push_back({PieceRole::dispatch, [&w, &c, rank](int after) { return moe_a2a_to_experts(w, rank, c, false, after); }});
   pieces.push_back({PieceRole::experts, [&w, rank, layer](int after) { return moe_experts(w, rank, layer, false, false, after); }});
   pieces.push_back({PieceRole::combine, [&w, &c, rank](int after) { return moe_a2a_from_experts(w, rank, c, false, after); }});
-  pieces.push_back({PieceRole::post, [&w, rank, s, tsp, ab](int after) {
-    const int node = moe_unpermute(w, rank, false, after);
+  pieces.push_back({PieceRole::post, [&w, rank, layer, s, tsp, ab](int after) {
+    const int node = moe_unpermute(w, rank, layer, false, after);
     return w.memory(rank, "residual", 3 * tsp * s.h * ab, {node});
   }});
   return pieces;
@@ -202,7 +202,7 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     // runs its whole forward again before its backward (Megatron checkpoints the MLP module: FC1 with
     // the SP all-gather of its input, the activation, FC2 with its reduce-scatter or all-reduce).
     if (selective && again.layernorm) node = w.memory(rank, "norms.recompute", 2 * 2 * tsp * s.h * ab, after_of(node));
-    if (moe) return moe_unpermute(w, rank, true, node);
+    if (moe) return moe_unpermute(w, rank, layer, true, node);
     if (selective && again.mlp) {
       node = gemm_with_tp(w, rank, c, layer, {"fc1.recompute", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
       node = w.memory(rank, "act.recompute", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
@@ -225,7 +225,7 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
   // Attention backward.
   pieces.push_back({PieceRole::attention, [&w, &c, rank, layer, moe, fp8, s, t, tsp, ab, sp, reduce](int after) {
     const auto& tr = w.s.training;
-    int node = moe ? moe_route(w, rank, true, after) : after;
+    int node = moe ? moe_route(w, rank, layer, true, after) : after;
     node = w.memory(rank, "norm2.bwd", 2 * 5 * tsp * s.h * ab, after_of(node));
     if (sp) node = gemm_with_tp(w, rank, c, layer, {"proj.dgrad", t, s.o_in, s.h}, Op::all_gather, true, node);
     else node = w.gemm(rank, "proj.dgrad", t, s.o_in, s.h, fp8, {node});

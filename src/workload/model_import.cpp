@@ -133,6 +133,19 @@ ModelSpec model_from_hf_config(const json& config, const std::string& file) {
     m.moe.shared_ffn = hf.integer({"shared_expert_intermediate_size"}, shared_count * m.moe.expert_ffn, 0);
     m.moe.first_dense_layers = hf.integer({"first_k_dense_replace"}, 0, 0);
     m.moe.layer_frequency = hf.integer({"moe_layer_freq", "decoder_sparse_step"}, 1);
+    // Group-limited routing (DeepSeek-V3: 8 groups, top-4; Megatron-Core moe_router_num_groups and
+    // moe_router_group_topk): the token's experts come from its best topk_group groups.
+    m.moe.router_groups = hf.integer({"n_group", "moe_router_num_groups"}, 1);
+    m.moe.router_group_topk = hf.integer({"topk_group", "moe_router_group_topk"}, m.moe.router_groups);
+    if (m.moe.experts % m.moe.router_groups != 0) {
+      hf.fail("n_group", std::to_string(m.moe.router_groups), "expected a divisor of the routed experts (" + std::to_string(m.moe.experts) + ")");
+    }
+    if (m.moe.router_group_topk > m.moe.router_groups ||
+        m.moe.router_group_topk * (m.moe.experts / m.moe.router_groups) < m.moe.experts_per_token) {
+      hf.fail("topk_group", std::to_string(m.moe.router_group_topk),
+              "expected at most n_group (" + std::to_string(m.moe.router_groups) + ") groups holding at least the top-k (" +
+                  std::to_string(m.moe.experts_per_token) + ") experts");
+    }
   }
   if (m.layers <= 0 || m.hidden <= 0) hf.fail("num_hidden_layers", std::to_string(m.layers), "expected a positive integer");
   return m;

@@ -12,6 +12,13 @@ namespace {
 
 using collectives::Op;
 
+double binomial(int n, int r) {
+  if (r < 0 || r > n) return 0.0;
+  double c = 1.0;
+  for (int i = 1; i <= r; ++i) c = c * (n - r + i) / i;
+  return c;
+}
+
 struct MoeShape {
   double tokens_in;        ///< tokens this rank routes (its sequence-parallel share)
   double routed_bytes;     ///< the permuted rows it sends: tokens x top-k x hidden x element bytes
@@ -44,6 +51,7 @@ int expert_wgrad(TraceWriter& w, int rank, int layer, const MoeShape& s, bool fc
 }
 
 bool flex(const TraceWriter& w) { return w.s.training.moe_dispatcher == MoeDispatcher::flex; }
+bool overlapped_shared_expert(const TraceWriter& w) { return w.s.training.moe_shared_expert_overlap && w.s.model.moe.shared_ffn > 0; }
 
 /// Megatron's alltoall dispatcher receives rows grouped by source rank, then local expert, and with
 /// more than one local expert reorders them by local expert for the grouped GEMM (sort_chunks_by_idxs
@@ -61,22 +69,52 @@ int reorder_by_expert(TraceWriter& w, int rank, const MoeShape& s, bool to_exper
   return w.memory(rank, name, 2 * s.routed_bytes * w.s.parallelism.etp, after_of(after));
 }
 
+/// Probability that none of k experts drawn uniformly from `pool` experts falls among `held` of them.
+double all_missed(double pool, double held, int k) {
+  double missed = 1.0;
+  for (int i = 0; i < k; ++i) missed *= std::max(0.0, pool - held - i) / (pool - i);
+  return missed;
+}
+
+/// Probability that a token has at least one of its k experts in a given NVLink domain of E/g experts
+/// (balanced routing: Megatron's benchmarks force it with random router scores). Without group-limited
+/// routing the k experts are uniform over all E: 1 - C(E - E/g, k) / C(E, k). With it (n groups, top T),
+/// the k experts are uniform over the T chosen groups' T E/n experts; where whole groups sit in a domain
+/// (n a multiple of g), the domain holds j of the chosen groups with hypergeometric probability; where
+/// whole domains sit in a group (g a multiple of n), the domain's group is chosen with probability T/n.
+/// Other group layouts fall back to ungrouped routing.
+double domain_hit_probability(const fmsim::workload::MoeShape& moe, double g) {
+  const double e = moe.experts, n = moe.router_groups, t = moe.router_group_topk;
+  const int k = moe.experts_per_token;
+  const double chosen = t * e / n;  // experts a token chooses from
+  if (n <= 1 || moe.router_group_topk >= moe.router_groups) return 1.0 - all_missed(e, e / g, k);
+  const int groups = moe.router_groups, domains = static_cast<int>(g);
+  if (groups % domains == 0) {
+    const int per_domain = groups / domains;
+    double hit = 0.0;  // sum over j chosen groups in this domain
+    for (int j = 1; j <= std::min(per_domain, moe.router_group_topk); ++j) {
+      const double p_j = binomial(per_domain, j) * binomial(groups - per_domain, moe.router_group_topk - j) /
+                         binomial(groups, moe.router_group_topk);
+      hit += p_j * (1.0 - all_missed(chosen, j * e / n, k));
+    }
+    return hit;
+  }
+  if (domains % groups == 0) return t / n * (1.0 - all_missed(chosen, e / g, k));
+  return 1.0 - all_missed(e, e / g, k);
+}
+
 /// Bytes the flex dispatcher sends per byte the alltoall dispatcher sends. DeepEP and HybridEP send a
-/// token once to each other NVLink domain that holds one of its experts and fan it out there over
-/// NVLink, where the alltoall dispatcher sends one copy per expert. With k of E experts chosen uniformly
-/// (balanced routing) over g domains of E/g experts, a domain is hit with probability
-/// 1 - C(E - E/g, k) / C(E, k), so the cross-domain bytes fall from k (g-1)/g copies to (g-1) x that
-/// probability. The all-to-all is priced whole at this share (it is bound by the cross-domain links).
+/// token once to each NVLink domain that holds one of its experts and fan it out there over NVLink, where
+/// the alltoall dispatcher sends one copy per expert: over g domains the share is g P(hit) / k. The
+/// all-to-all is priced whole at this share (it is bound by the cross-domain links).
 double flex_send_share(const TraceWriter& w, int ep_comm) {
   const auto& m = w.s.model;
   const int domain_gpus = w.s.cluster.gpus_per_node * w.s.cluster.nvlink_domain_nodes;
   std::set<int> domains;
   for (int r : w.trace.comms[ep_comm].ranks) domains.insert(w.trace.rank_gpu[r] / domain_gpus);
-  const double g = static_cast<double>(domains.size()), e = m.moe.experts, k = m.moe.experts_per_token;
+  const double g = static_cast<double>(domains.size());
   if (g < 2) return 1.0;
-  double missed = 1.0;  // none of the token's k experts in a given domain
-  for (int i = 0; i < m.moe.experts_per_token; ++i) missed *= std::max(0.0, e - e / g - i) / (e - i);
-  return std::min(1.0, g * (1.0 - missed) / k);
+  return std::min(1.0, g * domain_hit_probability(m.moe, g) / m.moe.experts_per_token);
 }
 
 double dispatch_bytes(const TraceWriter& w, const Communicators& c, const MoeShape& s) {
@@ -85,12 +123,14 @@ double dispatch_bytes(const TraceWriter& w, const Communicators& c, const MoeSha
 
 }  // namespace
 
-int moe_route(TraceWriter& w, int rank, bool backward, int after) {
+int moe_route(TraceWriter& w, int rank, int layer, bool backward, int after) {
   const MoeShape s = moe_shape(w);
   int node = after;
   if (!backward) node = w.gemm(rank, "moe.router", s.tokens_in, w.s.model.moe.experts, w.s.model.hidden, false, after_of(node));
-  if (flex(w)) return node;  // DeepEP / HybridEP take the tokens unpermuted
-  return w.memory(rank, backward ? "moe.permute.bwd" : "moe.permute", (backward ? 4 : 2) * s.routed_bytes, after_of(node));
+  // DeepEP / HybridEP take the tokens unpermuted
+  if (!flex(w)) node = w.memory(rank, backward ? "moe.permute.bwd" : "moe.permute", (backward ? 4 : 2) * s.routed_bytes, after_of(node));
+  if (!backward && overlapped_shared_expert(w)) moe_shared_expert(w, rank, layer, true, false, node);  // beside the dispatch
+  return node;
 }
 
 int moe_a2a_to_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after) {
@@ -126,19 +166,31 @@ int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_w
     if (!delay_wgrad) node = expert_wgrad(w, rank, layer, s, true, node);
   }
   node = reorder_by_expert(w, rank, s, false, backward, node);
-  if (m.moe.shared_ffn > 0) {
-    const double t = s.tokens_in, shared_n = s.gated * m.moe.shared_ffn, shared_k = m.moe.shared_ffn;
-    if (!backward) {
-      node = w.gemm(rank, "moe.shared_fc1", t, shared_n, h, fp8, after_of(node));
-      node = w.gemm(rank, "moe.shared_fc2", t, h, shared_k, fp8, after_of(node));
-    } else {
-      node = w.gemm(rank, "moe.shared_fc2.dgrad", t, shared_k, h, fp8, after_of(node));
-      node = w.gemm(rank, "moe.shared_fc2.wgrad", h, shared_k, t, fp8, after_of(node));
-      node = w.gemm(rank, "moe.shared_fc1.dgrad", t, h, shared_n, fp8, after_of(node));
-      node = w.gemm(rank, "moe.shared_fc1.wgrad", shared_n, h, t, fp8, after_of(node));
-    }
+  if (m.moe.shared_ffn <= 0) return node;
+  if (!tr.moe_shared_expert_overlap) {  // after the routed experts: FC1 then FC2, backward FC2 then FC1
+    return moe_shared_expert(w, rank, layer, backward, backward, moe_shared_expert(w, rank, layer, !backward, backward, node));
   }
+  // Overlapped: FC2 forward (FC1 backward) runs on the compute stream while the combine (backward
+  // dispatch) all-to-all, which does not wait for it, moves the routed rows; FC1 forward (FC2 backward)
+  // went beside the dispatch (moe_route, moe_unpermute).
+  moe_shared_expert(w, rank, layer, backward, backward, node);
   return node;
+}
+
+int moe_shared_expert(TraceWriter& w, int rank, int layer, bool fc1, bool backward, int after) {
+  const auto& m = w.s.model;
+  const MoeShape s = moe_shape(w);
+  const bool fp8 = w.fp8(layer);
+  const double t = s.tokens_in, h = m.hidden, shared_n = s.gated * m.moe.shared_ffn, shared_k = m.moe.shared_ffn;
+  int node = after;
+  if (!backward && fc1) return w.gemm(rank, "moe.shared_fc1", t, shared_n, h, fp8, after_of(node));
+  if (!backward) return w.gemm(rank, "moe.shared_fc2", t, h, shared_k, fp8, after_of(node));
+  if (fc1) {
+    node = w.gemm(rank, "moe.shared_fc1.dgrad", t, h, shared_n, fp8, after_of(node));
+    return w.gemm(rank, "moe.shared_fc1.wgrad", shared_n, h, t, fp8, after_of(node));
+  }
+  node = w.gemm(rank, "moe.shared_fc2.dgrad", t, shared_k, h, fp8, after_of(node));
+  return w.gemm(rank, "moe.shared_fc2.wgrad", h, shared_k, t, fp8, after_of(node));
 }
 
 int moe_expert_wgrad(TraceWriter& w, int rank, int layer, int after) {
@@ -157,10 +209,12 @@ int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool 
                       backward ? "moe.dispatch.bwd" : "moe.combine", after_of(node));
 }
 
-int moe_unpermute(TraceWriter& w, int rank, bool backward, int after) {
+int moe_unpermute(TraceWriter& w, int rank, int layer, bool backward, int after) {
   const MoeShape s = moe_shape(w);
-  if (flex(w)) return after;  // the combine kernel sums each token's expert outputs
-  return w.memory(rank, backward ? "moe.unpermute.bwd" : "moe.unpermute", (backward ? 4 : 2) * s.routed_bytes, after_of(after));
+  int node = after;  // flex: the combine kernel sums each token's expert outputs
+  if (!flex(w)) node = w.memory(rank, backward ? "moe.unpermute.bwd" : "moe.unpermute", (backward ? 4 : 2) * s.routed_bytes, after_of(node));
+  if (backward && overlapped_shared_expert(w)) moe_shared_expert(w, rank, layer, false, true, node);  // beside the combine's gradient
+  return node;
 }
 
 }  // namespace fmsim::workload::detail

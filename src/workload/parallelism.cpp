@@ -93,6 +93,7 @@ TrainingOptions read_training(ObjectReader& r) {
   t.overlap_param_gather = r.bool_or("overlap_param_gather", true);
   t.tp_comm_overlap = r.bool_or("tp_comm_overlap", false);
   t.overlap_moe_expert_parallel_comm = r.bool_or("overlap_moe_expert_parallel_comm", false);
+  t.moe_shared_expert_overlap = r.bool_or("moe_shared_expert_overlap", false);
   t.delay_wgrad_compute = r.bool_or("delay_wgrad_compute", t.overlap_moe_expert_parallel_comm);
   if (t.delay_wgrad_compute && !t.overlap_moe_expert_parallel_comm) {
     r.fail("delay_wgrad_compute", "false unless overlap_moe_expert_parallel_comm is true (the delayed weight gradients "
@@ -174,6 +175,14 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
   }
   if (t.moe_dispatcher == MoeDispatcher::flex && !m.is_moe()) {
     throw InputError(where + ": /training/moe_token_dispatcher_type = \"flex\": needs a mixture-of-experts model");
+  }
+  if (t.moe_shared_expert_overlap) {
+    // Megatron-Bridge turns it off with the flex dispatcher (apply_flex_dispatcher_backend) and forbids it
+    // with the EP all-to-all overlap (comm_overlap.py).
+    const std::string key = where + ": /training/moe_shared_expert_overlap = true: ";
+    if (m.moe.shared_ffn <= 0) throw InputError(key + "needs a model with shared experts (" + m.name + " has none)");
+    if (t.moe_dispatcher == MoeDispatcher::flex) throw InputError(key + "needs the alltoall dispatcher (flex does not overlap the shared experts)");
+    if (t.overlap_moe_expert_parallel_comm) throw InputError(key + "does not work with overlap_moe_expert_parallel_comm");
   }
   if (t.overlap_moe_expert_parallel_comm) {
     // Megatron-Bridge's checks (training/comm_overlap.py): EP all-to-alls to hide, the interleaved

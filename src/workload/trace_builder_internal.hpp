@@ -73,12 +73,14 @@ inline int emit_layer_backward(TraceWriter& w, int rank, const Communicators& c,
 }
 
 // The MoE block's steps (moe_ops.cpp, alltoall dispatcher; MEGATRON-NOTES.md section 6).
-/// Forward: router GEMM and permutation of the routed rows. Backward: the permutation's gradient.
-int moe_route(TraceWriter& w, int rank, bool backward, int after);
+/// Forward: router GEMM and permutation of the routed rows (and, with moe_shared_expert_overlap, the
+/// shared experts' FC1 beside the dispatch). Backward: the permutation's gradient.
+int moe_route(TraceWriter& w, int rank, int layer, bool backward, int after);
 /// All-to-all to the experts (EP), then the ETP all-gather: the dispatch, or in backward the gradient
 /// of the combine.
 int moe_a2a_to_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after);
-/// Expert GEMMs and activation (and the shared experts); in backward the data gradients, and the weight
+/// Expert GEMMs and activation (and the shared experts, or with moe_shared_expert_overlap the shared FC2
+/// forward / FC1 backward, beside the all-to-all that follows); in backward the data gradients, and the weight
 /// gradients too unless `delay_wgrad`.
 int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_wgrad, int after);
 /// The experts' weight-gradient GEMMs when delayed (delay_wgrad_compute).
@@ -86,8 +88,11 @@ int moe_expert_wgrad(TraceWriter& w, int rank, int layer, int after);
 /// ETP reduce-scatter, then the all-to-all back from the experts (EP): the combine, or in backward the
 /// gradient of the dispatch.
 int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after);
-/// Unpermutation (weighted sum of the expert outputs), forward or backward.
-int moe_unpermute(TraceWriter& w, int rank, bool backward, int after);
+/// Unpermutation (weighted sum of the expert outputs), forward or backward (with
+/// moe_shared_expert_overlap, then the shared FC2's backward beside the combine's gradient).
+int moe_unpermute(TraceWriter& w, int rank, int layer, bool backward, int after);
+/// One shared-expert GEMM pass: FC1 or FC2, forward or backward (data and weight gradients).
+int moe_shared_expert(TraceWriter& w, int rank, int layer, bool fc1, bool backward, int after);
 
 std::vector<int> after_of(int node);
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <set>
 
 #include "fmsim/workload/pipeline_schedule.hpp"
 #include "fmsim/workload/trace_builder.hpp"
@@ -168,4 +169,92 @@ TEST_CASE("the flex dispatcher sends a token once per NVLink domain and fuses th
   for (std::size_t i = 0; i + 1 < compute.size(); ++i) {
     if (compute[i] == "moe.permute") CHECK(compute[i + 1] == "moe.fc1");
   }
+}
+
+TEST_CASE("group-limited routing lowers the flex dispatcher's cross-domain copies", "[workload]") {
+  // DeepSeek-V3 (256 experts in 8 groups, top-8 from the best 4 groups) at EP64 over eight p5 nodes: one
+  // group of 32 experts per node. A token's node set is its 4 chosen groups' nodes that it draws an
+  // expert from: P(a node is hit) = P(its group is chosen) x (1 - C(96, 8) / C(128, 8)) = 1/2 x (...),
+  // against 1 - C(224, 8) / C(256, 8) without the group limit.
+  auto dispatch_bytes = [](const std::string& dispatcher, int groups) {
+    nlohmann::json model = {{"base", "deepseek-v3"}, {"num_hidden_layers", 2}, {"first_k_dense_replace", 1}};
+    if (groups > 0) model["n_group"] = groups;
+    if (groups == 1) model["topk_group"] = 1;
+    nlohmann::json doc = {{"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 8}}},
+                          {"model", model},
+                          {"parallelism", {{"expert_model_parallel_size", 64}, {"global_batch_size", 64}}},
+                          {"training", {{"seq_length", 1024}, {"moe_token_dispatcher_type", dispatcher}}}};
+    Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+    std::vector<int> rank_gpu(64);
+    for (int i = 0; i < 64; ++i) rank_gpu[i] = i;
+    for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
+      if (n.name == "moe.dispatch") return n.comm_bytes;
+    }
+    return -1.0;
+  };
+  auto missed = [](double pool, double held) {
+    double p = 1.0;
+    for (int i = 0; i < 8; ++i) p *= (pool - held - i) / (pool - i);
+    return p;
+  };
+  const double alltoall = dispatch_bytes("alltoall", 0);
+  CHECK(dispatch_bytes("alltoall", 1) == Approx(alltoall));  // one copy per expert either way
+  // share = 8 nodes x P(hit) / 8 experts
+  CHECK(dispatch_bytes("flex", 0) == Approx(alltoall * 0.5 * (1 - missed(128, 32))).epsilon(1e-6));
+  CHECK(dispatch_bytes("flex", 1) == Approx(alltoall * (1 - missed(256, 32))).epsilon(1e-6));
+  // At most topk_group = 4 nodes per token: at most half the alltoall dispatcher's 8 copies.
+  CHECK(dispatch_bytes("flex", 0) <= 0.5 * alltoall);
+}
+
+TEST_CASE("moe_shared_expert_overlap runs the shared experts beside the all-to-alls", "[workload]") {
+  // DeepSeek-V3 (one shared expert) at EP8 in one node, one MoE layer.
+  auto trace_with = [](bool overlap) {
+    nlohmann::json doc = {{"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 1}}},
+                          {"model", {{"base", "deepseek-v3"}, {"num_hidden_layers", 2}, {"first_k_dense_replace", 1}}},
+                          {"parallelism", {{"expert_model_parallel_size", 8}, {"global_batch_size", 8}}},
+                          {"training", {{"seq_length", 1024}, {"moe_shared_expert_overlap", overlap}}}};
+    Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+    std::vector<int> rank_gpu(8);
+    for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+    return build_trace(s, rank_gpu, false);
+  };
+  const Trace serial = trace_with(false), overlapped = trace_with(true);
+  auto shared_gemms = [](const Trace& t) {
+    std::multiset<std::string> names;
+    for (const auto& n : t.nodes) {
+      if (n.rank == 0 && n.name.rfind("moe.shared_", 0) == 0) names.insert(n.name);
+    }
+    return names;
+  };
+  CHECK(shared_gemms(serial) == shared_gemms(overlapped));  // the same work, placed elsewhere
+  CHECK(shared_gemms(serial).size() == 6);                   // FC1, FC2; backward dgrad and wgrad of each
+  // No all-to-all waits for a shared-expert GEMM when overlapped; without the overlap the combine does.
+  auto a2a_waits_for_shared = [](const Trace& t) {
+    std::set<int> shared;
+    for (const auto& n : t.nodes) {
+      if (n.rank == 0 && n.name.rfind("moe.shared_", 0) == 0) shared.insert(n.id);
+    }
+    bool waits = false;
+    for (const auto& n : t.nodes) {
+      if (n.rank != 0 || n.type != NodeType::coll || n.category != Category::ep_comm) continue;
+      for (int d : n.deps) waits = waits || shared.count(d) > 0;
+    }
+    return waits;
+  };
+  CHECK(a2a_waits_for_shared(serial));
+  CHECK_FALSE(a2a_waits_for_shared(overlapped));
+  // Forward: FC1 follows the permutation (beside the dispatch), FC2 follows the routed experts and their
+  // reorder back (beside the combine).
+  const auto compute = stream_of(overlapped, "compute");
+  const auto at = [&](const std::string& name) { return std::find(compute.begin(), compute.end(), name) - compute.begin(); };
+  CHECK(at("moe.shared_fc1") == at("moe.permute") + 1);
+  CHECK(at("moe.shared_fc2") == at("moe.sort_chunks.combine") + 1);
+  CHECK(at("moe.sort_chunks.combine") == at("moe.fc2") + 1);
+  // A model without shared experts cannot ask for it.
+  nlohmann::json doc = {{"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 1}}},
+                        {"model", {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 2}}},
+                        {"parallelism", {{"expert_model_parallel_size", 8}, {"global_batch_size", 8}}},
+                        {"training", {{"seq_length", 1024}, {"moe_shared_expert_overlap", true}}}};
+  CHECK_THROWS_WITH(scenario_from_json(doc, "test.json", test::source_dir(), test::catalog()),
+                    Catch::Matchers::Contains("moe_shared_expert_overlap") && Catch::Matchers::Contains("shared experts"));
 }

@@ -30,12 +30,14 @@ Scenario make_scenario(const nlohmann::json& parallelism, const nlohmann::json& 
 }  // namespace
 
 TEST_CASE("parameter counts match the published model sizes", "[workload]") {
-  // Meta, NVIDIA, Mistral, DeepSeek and Qwen model cards / papers.
+  // Meta, NVIDIA, Mistral, DeepSeek and Qwen model cards / papers (Llama 2: the checkpoints' exact counts,
+  // 6,738,415,616 / 13,015,864,320 / 68,976,648,192).
   const std::map<std::string, double> published = {
       {"llama3-8b", 8.03e9},         {"llama3-70b", 70.6e9},     {"llama3.1-405b", 405.9e9},
       {"mixtral-8x7b", 46.7e9},      {"mixtral-8x22b", 140.6e9}, {"deepseek-v3", 671e9},
       {"qwen3-30b-a3b", 30.5e9},     {"qwen3-235b-a22b", 235e9}, {"nemotron-4-340b", 341e9},
-      {"gpt3-175b", 175e9},          {"gpt-oss-120b", 116.8e9}};
+      {"gpt3-175b", 175e9},          {"gpt-oss-120b", 116.8e9},  {"llama2-7b", 6.74e9},
+      {"llama2-13b", 13.02e9},       {"llama2-70b", 68.98e9}};
   for (const auto& [name, count] : published) {
     INFO(name);
     CHECK(count_parameters(preset(name)).total == Approx(count).epsilon(0.01));
@@ -413,6 +415,15 @@ TEST_CASE("FP8 recipe and MoE dispatcher options are checked", "[workload]") {
                     Catch::Matchers::Contains("mixture-of-experts"));
   CHECK_THROWS_WITH(make_scenario(par, {{"moe_flex_dispatcher_backend", "deepep"}}, model, 1),
                     Catch::Matchers::Contains("only with moe_token_dispatcher_type"));
+  // Group-limited routing: the groups divide the experts and the chosen groups hold the top-k.
+  const nlohmann::json moe{{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 2}};
+  const nlohmann::json moe_par{{"expert_model_parallel_size", 8}, {"global_batch_size", 8}};
+  nlohmann::json bad = moe;
+  bad["n_group"] = 3;
+  CHECK_THROWS_WITH(make_scenario(moe_par, {}, bad, 1), Catch::Matchers::Contains("n_group") && Catch::Matchers::Contains("divisor"));
+  bad["n_group"] = 64;
+  bad["topk_group"] = 2;  // 2 groups of 2 experts cannot hold the top-8
+  CHECK_THROWS_WITH(make_scenario(moe_par, {}, bad, 1), Catch::Matchers::Contains("topk_group"));
 }
 
 TEST_CASE("a symmetric trace has one rank per stage and round-trips through JSON", "[workload]") {

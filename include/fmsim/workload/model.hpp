@@ -25,6 +25,8 @@ struct MoeShape {
   int shared_ffn = 0;             ///< total intermediate size of the shared experts (0 = none)
   int first_dense_layers = 0;     ///< leading layers with a dense MLP (DeepSeek first_k_dense_replace)
   int layer_frequency = 1;        ///< every n-th layer (after the dense ones) is MoE
+  int router_groups = 1;          ///< group-limited routing: experts form this many groups (HF n_group)...
+  int router_group_topk = 1;      ///< ...and a token's top-k experts come from this many groups (topk_group)
 };
 
 struct ModelSpec {

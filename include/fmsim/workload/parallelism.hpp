@@ -69,6 +69,9 @@ struct TrainingOptions {
   /// is issued, beside it (on by default with the overlap, as Megatron-Bridge sets both).
   bool delay_wgrad_compute = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  /// moe_shared_expert_overlap: the shared experts run beside the EP all-to-alls (Megatron-Core runs
+  /// FC1 during the dispatch and FC2 during the combine, on their own stream), not after the experts.
+  bool moe_shared_expert_overlap = false;
   bool grad_reduce_in_fp32 = false;
   bool fp8_param_gather = false;
   double bucket_params = 0;        ///< DDP bucket size in parameters; 0 = Megatron's default max(4e7, 1e6 dp)
