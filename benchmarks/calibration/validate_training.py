@@ -6,7 +6,9 @@ DGX H100 nodes with NDR InfiniBand, the system the rows were measured on); fmsim
 tokens/s/GPU and model TFLOP/s/GPU. Prints a table and the mean absolute error; --markdown FILE writes
 the table for docs/validation.md, --json FILE the raw rows.
 Rows may name their system (DGX-H100, the default; DGX-B200; DGX-GB200):
-benchmarks/calibration/published_blackwell_training.json holds held-out Blackwell rows in the same format.
+benchmarks/calibration/published_blackwell_training.json holds held-out Blackwell rows in the same format,
+published_nemo2407_training.json the held-out NeMo 24.07 rows (a row may carry its model's configuration,
+model_config, where fmsim has no preset).
 Usage: benchmarks/calibration/validate_training.py [--fmsim build/fmsim] [--measurements PATH]"""
 import json
 import os
@@ -18,20 +20,31 @@ from calibration_support import arguments
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-MODELS = {"LLAMA3_8B": "llama3-8b", "LLAMA3-8B": "llama3-8b", "LLAMA3_70B": "llama3-70b",
+MODELS = {"LLAMA3_8B": "llama3-8b", "LLAMA3-8B": "llama3-8b", "LLAMA3_70B": "llama3-70b", "LLAMA3-70B": "llama3-70b",
+          "LLAMA2-7B": "llama2-7b", "LLAMA2-13B": "llama2-13b", "LLAMA2-70B": "llama2-70b", "Nemotron-340B": "nemotron-4-340b",
+          "DeepSeekV3": "deepseek-v3",
           "LLAMA3.1_405B": "llama3.1-405b", "GPT OSS 120B": "gpt-oss-120b", "Qwen3_30B_a3B": "qwen3-30b-a3b",
           "Qwen3_235B_a22B": "qwen3-235b-a22b", "GPT3-175B": "gpt3-175b"}
 # Published recipes' pipeline layouts where they differ from an even split (Megatron-Bridge 25.11
-# recipes; MEGATRON-NOTES.md section 8): Llama-3-70B FP8 at PP8 VP5 uses a custom layout; 405B and
-# Qwen3-235B account for the embedding and loss in the split.
+# recipes; MEGATRON-NOTES.md section 8): Llama-3-70B FP8 at PP8 VP5 uses a custom layout (its 40 stages
+# belong to that PP x VP only); 405B and Qwen3-235B account for the embedding and loss in the split.
+# DeepSeek-V3 at PP8 VP4 (DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1) uses "Et|(tt|)*30mL"; fmsim has no MTP
+# layer (m), so its last stage keeps only the loss.
+LAYOUT_STAGES = {"llama3-70b": 40, "deepseek-v3": 32}
 LAYOUTS = {"llama3-70b": {"pipeline_model_parallel_layout": "Et*2|(t*2|)*34,t*3|(t*2|)*3,tL"},
+           "deepseek-v3": {"pipeline_model_parallel_layout": "Et|(tt|)*30L"},
            "llama3.1-405b": {"account_for_embedding_in_pipeline_split": True, "account_for_loss_in_pipeline_split": True},
            "qwen3-235b-a22b": {"account_for_embedding_in_pipeline_split": True, "account_for_loss_in_pipeline_split": True}}
 
 # Published recipes' selective recompute (Megatron-Bridge scripts/performance/configs/gpt_oss/
 # gpt_oss_workload_base_configs.py: GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V1 recomputes the norms and
 # the experts' activation).
-RECOMPUTE = {"gpt-oss-120b": ["layernorm", "moe_act"]}
+# DeepSeek-V3's H100 recipe recomputes mla_up_proj and mlp; fmsim models the second only.
+RECOMPUTE = {"gpt-oss-120b": ["layernorm", "moe_act"], "deepseek-v3": ["mlp"]}
+
+# Published recipes' token dispatcher where it is not alltoall (DeepSeek-V3 on H100: DeepEP / HybridEP,
+# moe_flex_dispatcher_backend in the H100 base config).
+DISPATCHER = {"deepseek-v3": "flex"}
 
 # Published recipes' EP all-to-all overlap (Megatron-Bridge scripts/performance/configs/qwen/
 # qwen3_workload_base_configs.py: QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1, the row's TP2 PP8 VP4
@@ -68,7 +81,7 @@ def rows_of(measurements):
 
 
 def scenario_of(row):
-    model = MODELS[row["model"]]
+    model = MODELS.get(row["model"], row["model"].lower())
     gpus = as_int(row["gpus"])
     precision = "fp8" if "FP8" in str(row["precision"]).upper() else "bf16"
     tp, pp, cp = as_int(row.get("tp")), as_int(row.get("pp")), as_int(row.get("cp"))
@@ -80,12 +93,14 @@ def scenario_of(row):
            "data_parallel_sharding_strategy": "optim_grads_params" if fsdp > 0 else "optim"}
     if vp > 1:
         par["virtual_pipeline_model_parallel_size"] = vp
-    if pp * vp > 1:
+    if pp * vp > 1 and LAYOUT_STAGES.get(model, pp * vp) == pp * vp:
         par.update(LAYOUTS.get(model, {}))
     training = {"seq_length": as_int(row["seq_len"]), "precision": precision, "tp_comm_overlap": tp > 1,
                 "overlap_grad_reduce": True, "overlap_param_gather": True}
     if precision == "fp8":
         training.update(FP8_RECIPES[str(row["precision"]).upper()])
+    if model in DISPATCHER:
+        training["moe_token_dispatcher_type"] = DISPATCHER[model]
     if model in A2A_OVERLAP:
         training["overlap_moe_expert_parallel_comm"] = True
     if model in RECOMPUTE:
@@ -93,7 +108,7 @@ def scenario_of(row):
     cluster, cluster_gpus = cluster_of(row.get("system", "DGX-H100"), gpus)
     par["global_batch_size"] *= cluster_gpus // gpus  # more replicas, the same micro-batches per replica
     return {"schema": "fmsim.scenario/1", "name": f"{model}-{gpus}gpu",
-            "cluster": cluster, "model": model, "parallelism": par, "training": training}
+            "cluster": cluster, "model": row.get("model_config", model), "parallelism": par, "training": training}
 
 
 def cluster_of(system, gpus):
