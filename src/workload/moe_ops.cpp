@@ -85,22 +85,22 @@ double all_missed(double pool, double held, int k) {
 /// Other group layouts fall back to ungrouped routing.
 double domain_hit_probability(const fmsim::workload::MoeShape& moe, double g) {
   const double e = moe.experts, n = moe.router_groups, t = moe.router_group_topk;
-  const int k = moe.experts_per_token;
+  const int k = moe.experts_per_token, groups = moe.router_groups, domains = static_cast<int>(g);
   const double chosen = t * e / n;  // experts a token chooses from
-  if (n <= 1 || moe.router_group_topk >= moe.router_groups) return 1.0 - all_missed(e, e / g, k);
-  const int groups = moe.router_groups, domains = static_cast<int>(g);
-  if (groups % domains == 0) {
-    const int per_domain = groups / domains;
-    double hit = 0.0;  // sum over j chosen groups in this domain
-    for (int j = 1; j <= std::min(per_domain, moe.router_group_topk); ++j) {
-      const double p_j = binomial(per_domain, j) * binomial(groups - per_domain, moe.router_group_topk - j) /
-                         binomial(groups, moe.router_group_topk);
-      hit += p_j * (1.0 - all_missed(chosen, j * e / n, k));
+  if (groups > 1 && moe.router_group_topk < groups) {
+    if (groups % domains == 0) {
+      const int per_domain = groups / domains;
+      double hit = 0.0;  // sum over j chosen groups in this domain
+      for (int j = 1; j <= std::min(per_domain, moe.router_group_topk); ++j) {
+        const double p_j = binomial(per_domain, j) * binomial(groups - per_domain, moe.router_group_topk - j) /
+                           binomial(groups, moe.router_group_topk);
+        hit += p_j * (1.0 - all_missed(chosen, j * e / n, k));
+      }
+      return hit;
     }
-    return hit;
+    if (domains % groups == 0) return t / n * (1.0 - all_missed(chosen, e / g, k));
   }
-  if (domains % groups == 0) return t / n * (1.0 - all_missed(chosen, e / g, k));
-  return 1.0 - all_missed(e, e / g, k);
+  return 1.0 - all_missed(e, e / g, k);  // ungrouped routing, or a group layout across domains
 }
 
 /// Bytes the flex dispatcher sends per byte the alltoall dispatcher sends. DeepEP and HybridEP send a
