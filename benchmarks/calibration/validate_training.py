@@ -8,7 +8,9 @@ the table for docs/validation.md, --json FILE the raw rows.
 Rows may name their system (DGX-H100, the default; DGX-B200; DGX-GB200):
 benchmarks/calibration/published_blackwell_training.json holds held-out Blackwell rows in the same format,
 published_nemo2407_training.json the held-out NeMo 24.07 rows (a row may carry its model's configuration,
-model_config, where fmsim has no preset).
+model_config, where fmsim has no preset), published_mbridge_verified_h100.json held-out MoE rows of current
+recipes (a row may carry its recipe's settings, recipe: {"parallelism": {...}, "training": {...}}, over the
+model's defaults below; a row with model TFLOP/s/GPU but no tokens/s is compared on TFLOP/s).
 Usage: benchmarks/calibration/validate_training.py [--fmsim build/fmsim] [--measurements PATH]"""
 import json
 import os
@@ -105,6 +107,9 @@ def scenario_of(row):
         training["overlap_moe_expert_parallel_comm"] = True
     if model in RECOMPUTE:
         training.update({"recompute_granularity": "selective", "recompute_modules": RECOMPUTE[model]})
+    # A row's own recipe settings (held-out files) go over the model's defaults above.
+    par.update(row.get("recipe", {}).get("parallelism", {}))
+    training.update(row.get("recipe", {}).get("training", {}))
     cluster, cluster_gpus = cluster_of(row.get("system", "DGX-H100"), gpus)
     par["global_batch_size"] *= cluster_gpus // gpus  # more replicas, the same micro-batches per replica
     return {"schema": "fmsim.scenario/1", "name": f"{model}-{gpus}gpu",
@@ -137,20 +142,24 @@ def main():
             if proc.returncode != 0:
                 sys.exit(f"fmsim failed on {case_id} {row['model']}: {proc.stderr}")
             out = json.loads(proc.stdout)
-            measured = float(row["tokens_per_s_per_gpu"])
-            predicted = out["tokens_per_s_per_gpu"]
+            # Rows that give only model TFLOP/s/GPU are compared on it (fmsim counts Megatron's FLOPs).
+            by_tokens = "tokens_per_s_per_gpu" in row
+            measured = float(row["tokens_per_s_per_gpu"]) if by_tokens else float(row["model_tflops_per_gpu"])
+            predicted = out["tokens_per_s_per_gpu"] if by_tokens else out["model_tflops_per_gpu"]
             results.append({"case": case_id, "model": row["model"] + (f" ({row['system']})" if "system" in row else ""), "gpus": as_int(row["gpus"]), "precision": row["precision"],
                             "layout": f"TP{as_int(row.get('tp'))} PP{as_int(row.get('pp'))} CP{as_int(row.get('cp'))} "
                                       f"VP{as_int(row.get('vp'))} EP{as_int(row.get('ep'))}"
                                       + (" FSDP" if as_int(row.get('fsdp'), 0) > 0 else ""),
-                            "measured_tokens_per_s_per_gpu": measured, "predicted_tokens_per_s_per_gpu": predicted,
+                            "measured_tokens_per_s_per_gpu": measured if by_tokens else None,
+                            "predicted_tokens_per_s_per_gpu": out["tokens_per_s_per_gpu"],
                             "measured_tflops": float(row.get("model_tflops_per_gpu", 0)),
                             "predicted_tflops": out["model_tflops_per_gpu"], "error": predicted / measured - 1,
                             "oom": out["oom"], "wall_s": out["simulation"]["wall_s"]})
     header = "| model | GPUs | precision | layout | measured tok/s/GPU | fmsim tok/s/GPU | error | measured TFLOP/s | fmsim TFLOP/s |"
     lines = [header, "|" + "---|" * 9]
     for r in results:
-        lines.append(f"| {r['model']} | {r['gpus']} | {r['precision']} | {r['layout']} | {r['measured_tokens_per_s_per_gpu']:.0f} | "
+        measured = "-" if r["measured_tokens_per_s_per_gpu"] is None else f"{r['measured_tokens_per_s_per_gpu']:.0f}"
+        lines.append(f"| {r['model']} | {r['gpus']} | {r['precision']} | {r['layout']} | {measured} | "
                      f"{r['predicted_tokens_per_s_per_gpu']:.0f} | {100 * r['error']:+.1f} % | {r['measured_tflops']:.0f} | "
                      f"{r['predicted_tflops']:.0f}{' (OOM)' if r['oom'] else ''} |")
     mean_abs = sum(abs(r["error"]) for r in results) / len(results)

@@ -54,9 +54,11 @@ double ComputeModel::gemm_s(const GemmShape& shape, MathPrecision precision, int
   return std::max(best, memory) + kGemmFixedOverhead_s;
 }
 
-double ComputeModel::attention_s(double flops, bool backward, double mean_span) const {
+double ComputeModel::attention_s(double flops, bool backward, double mean_span, int sms_taken) const {
   if (flops <= 0) return 0.0;
-  return flops / (gpu_.bf16_dense_flops * attention_efficiency(gpu_.sm_version, backward, mean_span)) + kGemmFixedOverhead_s;
+  const double sm_share = static_cast<double>(std::max(1, gpu_.sm_count - sms_taken)) / gpu_.sm_count;
+  return flops / (gpu_.bf16_dense_flops * attention_efficiency(gpu_.sm_version, backward, mean_span) * sm_share) +
+         kGemmFixedOverhead_s;
 }
 
 double ComputeModel::memory_s(double bytes) const {

@@ -2,6 +2,7 @@
 #include "fmsim/workload/parallelism.hpp"
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/compute/compute_model.hpp"
 #include "fmsim/workload/pipeline_schedule.hpp"
 
 namespace fmsim::workload {
@@ -101,11 +102,18 @@ TrainingOptions read_training(ObjectReader& r) {
   }
   t.moe_dispatcher = r.choice_or("moe_token_dispatcher_type", {"alltoall", "flex"}, "alltoall") == "flex" ? MoeDispatcher::flex
                                                                                                        : MoeDispatcher::alltoall;
+  // DeepEP and HybridEP move the same bytes (docs/model.md); they differ in the SMs their kernels hold,
+  // Megatron-Core's moe_deepep_num_sms (default 20) and moe_hybridep_num_sms (default 16).
+  std::string backend = "deepep";
   if (r.has("moe_flex_dispatcher_backend")) {
-    // DeepEP and HybridEP are priced alike (docs/model.md); the key is accepted for Megatron-Bridge configs.
     if (t.moe_dispatcher != MoeDispatcher::flex) r.fail("moe_flex_dispatcher_backend", "only with moe_token_dispatcher_type = \"flex\"");
-    r.choice_or("moe_flex_dispatcher_backend", {"deepep", "hybridep"}, "deepep");
+    backend = r.choice_or("moe_flex_dispatcher_backend", {"deepep", "hybridep"}, "deepep");
   }
+  const int deepep_sms = static_cast<int>(r.int_or("moe_deepep_num_sms", 20, 1));
+  const int hybridep_sms = static_cast<int>(r.int_or("moe_hybridep_num_sms", 16, 1));
+  t.moe_dispatcher_sms = t.moe_dispatcher == MoeDispatcher::alltoall ? compute::kNcclAllToAllSms
+                         : backend == "hybridep"                       ? hybridep_sms
+                                                                       : deepep_sms;
   t.grad_reduce_in_fp32 = r.bool_or("grad_reduce_in_fp32", false);
   t.fp8_param_gather = r.bool_or("fp8_param_gather", false);
   t.bucket_params = r.number_or("bucket_size", 0.0, -1.0);
@@ -133,6 +141,10 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
   }
   stage_layers(m.layers, p.pp * p.vp, p.account_for_embedding, p.account_for_loss, p.layout,
                where + ": /parallelism/pipeline_model_parallel_layout");
+  if (t.moe_dispatcher == MoeDispatcher::flex && t.moe_dispatcher_sms >= gpu.sm_count) {
+    fail("/training/moe_deepep_num_sms (or moe_hybridep_num_sms, by moe_flex_dispatcher_backend)", t.moe_dispatcher_sms,
+         "leaves none of the " + gpu.name + "'s " + std::to_string(gpu.sm_count) + " SMs for compute");
+  }
   if (p.vp > 1 && p.pp == 1) fail("/parallelism/virtual_pipeline_model_parallel_size", p.vp, "needs pipeline_model_parallel_size > 1");
   if (p.vp > 1 && p.microbatches < p.pp) {
     fail("/parallelism/global_batch_size", p.global_batch,

@@ -80,6 +80,8 @@ TraceNode TraceWriter::compute(int rank, const std::string& name, Kernel kernel,
   TraceNode node = node_of(rank, NodeType::comp, category, name);
   node.kernel = kernel;
   node.stream = "compute";
+  // Only the GEMMs and the attention kernels are SM-bound; memory-bound kernels keep the HBM.
+  if (kernel == Kernel::gemm || kernel == Kernel::attention_fwd || kernel == Kernel::attention_bwd) node.sms_taken = sms_beside_comm;
   return node;
 }
 
@@ -118,7 +120,7 @@ int TraceWriter::gemm(int rank, const std::string& name, double m, double n, dou
   // forward ones with fast accumulation (recipe MMParams: fprop False, dgrad and wgrad True).
   node.fp8_split_accumulator = fp8 && (wgrad || ends_with(".dgrad"));
   node.repeat = repeat;
-  node.sms_taken = sms_taken;
+  node.sms_taken += sms_taken;
   node.deps = std::move(deps);
   return add(std::move(node));
 }
@@ -420,7 +422,7 @@ class RankBuilder {
     for (int i = 0; i < std::max(f.layers(), b.layers()); ++i) {
       detail::LayerPieces fwd = i < f.layers() ? forward_layer(f, i) : detail::LayerPieces{};
       detail::LayerPieces bwd = i < b.layers() ? backward_layer(b, i) : detail::LayerPieces{};
-      std::tie(f.node, b.node) = detail::emit_pieces_combined(fwd, bwd, f.node, b.node);
+      std::tie(f.node, b.node) = detail::emit_pieces_combined(w_, fwd, bwd, f.node, b.node);
       if (i < b.layers()) backward_layer_done(b, i);
     }
     forward_finish(f);

@@ -25,6 +25,9 @@ class TraceWriter {
   int vocab_padded = 0;
   double act_bytes = 2;
   ParameterCounts counts;  ///< of the model, once
+  /// SMs that communication kernels running beside the compute now being emitted hold (the EP
+  /// all-to-alls of combined 1F1B); every compute node emitted meanwhile runs on the rest.
+  int sms_beside_comm = 0;
 
   /// Whether transformer layer `layer` runs its GEMMs in FP8 (precision, first_last_layers_bf16).
   bool fp8(int layer) const { return s.training.layer_in_fp8(layer, s.model.layers); }
@@ -61,9 +64,10 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
 int emit_pieces(const LayerPieces& pieces, int after);
 /// Emits one layer's forward and another's backward together (overlap_moe_expert_parallel_comm), in
 /// the order of MLM's schedule_layer_1f1b, so that each all-to-all (EP stream) runs beside the other
-/// pass's compute. Returns the last node of the forward and of the backward.
-std::pair<int, int> emit_pieces_combined(const LayerPieces& forward, const LayerPieces& backward, int forward_after,
-                                         int backward_after);
+/// pass's compute, which loses the all-to-all's SMs (TrainingOptions::moe_dispatcher_sms). Returns the
+/// last node of the forward and of the backward.
+std::pair<int, int> emit_pieces_combined(TraceWriter& w, const LayerPieces& forward, const LayerPieces& backward,
+                                         int forward_after, int backward_after);
 
 inline int emit_layer_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
   return emit_pieces(layer_forward_pieces(w, rank, c, layer), after);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "fmsim/compute/compute_model.hpp"
 #include "fmsim/workload/pipeline_schedule.hpp"
 #include "fmsim/workload/trace_builder.hpp"
 #include "test_support.hpp"
@@ -15,14 +16,19 @@ using namespace fmsim::workload;
 
 namespace {
 
-Trace moe_trace(bool overlap, bool delay_wgrad) {
+Scenario moe_scenario(bool overlap, bool delay_wgrad, const nlohmann::json& more_training = nlohmann::json::object()) {
   nlohmann::json doc = {
       {"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 2}}},
       {"model", {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 4}}},
       {"parallelism", {{"pipeline_model_parallel_size", 2}, {"virtual_pipeline_model_parallel_size", 2},
                        {"expert_model_parallel_size", 8}, {"global_batch_size", 32}}},
       {"training", {{"seq_length", 2048}, {"overlap_moe_expert_parallel_comm", overlap}, {"delay_wgrad_compute", delay_wgrad}}}};
-  Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+  doc["training"].update(more_training);
+  return scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+}
+
+Trace moe_trace(bool overlap, bool delay_wgrad, const nlohmann::json& more_training = nlohmann::json::object()) {
+  Scenario s = moe_scenario(overlap, delay_wgrad, more_training);
   std::vector<int> rank_gpu(16);
   for (int i = 0; i < 16; ++i) rank_gpu[i] = i;
   return build_trace(s, rank_gpu, false);
@@ -257,4 +263,39 @@ TEST_CASE("moe_shared_expert_overlap runs the shared experts beside the all-to-a
                         {"training", {{"seq_length", 1024}, {"moe_shared_expert_overlap", true}}}};
   CHECK_THROWS_WITH(scenario_from_json(doc, "test.json", test::source_dir(), test::catalog()),
                     Catch::Matchers::Contains("moe_shared_expert_overlap") && Catch::Matchers::Contains("shared experts"));
+}
+
+TEST_CASE("combined 1F1B runs the compute beside an all-to-all on the SMs it leaves", "[workload]") {
+  // SMs taken from rank 0's GEMM and attention nodes, by whether the node is an expert GEMM.
+  auto taken = [](const Trace& trace) {
+    std::set<int> values;
+    for (const auto& n : trace.nodes) {
+      if (n.rank != 0 || n.type != NodeType::comp) continue;
+      if (n.kernel == Kernel::memory || n.kernel == Kernel::optimizer) {
+        CHECK(n.sms_taken == 0);  // memory-bound kernels keep the HBM
+        continue;
+      }
+      values.insert(n.sms_taken);
+    }
+    return values;
+  };
+  // Sequential passes (TP 1, so no TP overlap either): every kernel has the whole GPU.
+  CHECK(taken(moe_trace(false, false)) == std::set<int>{0});
+  // Combined 1F1B: the steady state's attention and experts run beside the other pass's all-to-alls
+  // (NCCL's 16 send/recv CTAs); the warm-up and cool-down passes run alone.
+  CHECK(taken(moe_trace(true, true)) == std::set<int>{0, compute::kNcclAllToAllSms});
+  // The flex dispatcher holds Megatron-Core's moe_deepep_num_sms (20) or moe_hybridep_num_sms (16).
+  CHECK(taken(moe_trace(true, true, {{"moe_token_dispatcher_type", "flex"}})) == std::set<int>{0, 20});
+  CHECK(taken(moe_trace(true, true, {{"moe_token_dispatcher_type", "flex"}, {"moe_flex_dispatcher_backend", "hybridep"}})) ==
+        std::set<int>{0, 16});
+  CHECK(taken(moe_trace(true, true, {{"moe_token_dispatcher_type", "flex"}, {"moe_flex_dispatcher_backend", "hybridep"},
+                                     {"moe_hybridep_num_sms", 32}})) == std::set<int>{0, 32});
+  // A kernel on the SMs left runs slower in proportion: attention on half the H100's 132 SMs takes twice
+  // as long (above the fixed launch cost).
+  const compute::ComputeModel h100(test::catalog().gpu("H100-SXM"));
+  const double whole = h100.attention_s(1e12, false, 2048) - compute::kGemmFixedOverhead_s;
+  CHECK(h100.attention_s(1e12, false, 2048, 66) - compute::kGemmFixedOverhead_s == Approx(2 * whole));
+  // Every SM held by the dispatcher is refused, with the key.
+  REQUIRE_THROWS_WITH(moe_scenario(true, true, {{"moe_token_dispatcher_type", "flex"}, {"moe_deepep_num_sms", 132}}),
+                      Catch::Contains("moe_deepep_num_sms") && Catch::Contains("132 SMs"));
 }

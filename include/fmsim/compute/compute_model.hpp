@@ -58,6 +58,12 @@ double fp8_split_accumulator_efficiency(int sm_version);
 /// MEGATRON-NOTES.md section 4: "communication gets 16 SMs by default").
 inline constexpr int kOverlapCommSms = 16;
 
+/// CTAs (each an SM of its own: NCCL CTAs do not share an SM with compute kernels, NVIDIA/nccl issue
+/// #1656) of NCCL's send/recv kernel for an all-to-all under default settings: a grid of 16
+/// (all_to_all_single, NVIDIA/nccl issue #1598). The alltoall dispatcher's all-to-alls take these from
+/// the compute they overlap.
+inline constexpr int kNcclAllToAllSms = 16;
+
 struct GemmShape {
   double m = 0, n = 0, k = 0;
   double flops() const { return 2.0 * m * n * k; }
@@ -75,7 +81,8 @@ class ComputeModel {
   double gemm_s(const GemmShape& shape, MathPrecision precision, int sms_taken = 0, bool split_accumulator = false) const;
   /// Fused attention (always BF16 in Megatron recipes, FP8 or not); `mean_span`: keys per query in the
   /// kernel (attention_efficiency).
-  double attention_s(double flops, bool backward, double mean_span) const;
+  /// Fused attention; `sms_taken` SMs held by a communication kernel beside it slow it in proportion.
+  double attention_s(double flops, bool backward, double mean_span, int sms_taken = 0) const;
   /// A memory-bound kernel moving `bytes` through HBM.
   double memory_s(double bytes) const;
   const hardware::GpuSpec& gpu() const { return gpu_; }

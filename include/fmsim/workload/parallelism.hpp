@@ -69,6 +69,10 @@ struct TrainingOptions {
   /// is issued, beside it (on by default with the overlap, as Megatron-Bridge sets both).
   bool delay_wgrad_compute = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  /// SMs the EP all-to-all kernels hold while they run beside compute (combined 1F1B): NCCL's
+  /// send/recv CTAs for the alltoall dispatcher (compute::kNcclAllToAllSms); for flex, Megatron-Core's
+  /// moe_deepep_num_sms (default 20) or moe_hybridep_num_sms (default 16) by moe_flex_dispatcher_backend.
+  int moe_dispatcher_sms = 16;
   /// moe_shared_expert_overlap: the shared experts run beside the EP all-to-alls (Megatron-Core runs
   /// FC1 during the dispatch and FC2 during the combine, on their own stream), not after the experts.
   bool moe_shared_expert_overlap = false;
