@@ -41,8 +41,8 @@ LAYOUTS = {"llama3-70b": {"pipeline_model_parallel_layout": "Et*2|(t*2|)*34,t*3|
 # Published recipes' selective recompute (Megatron-Bridge scripts/performance/configs/gpt_oss/
 # gpt_oss_workload_base_configs.py: GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V1 recomputes the norms and
 # the experts' activation).
-# DeepSeek-V3's H100 recipe recomputes mla_up_proj and mlp; fmsim models the second only.
-RECOMPUTE = {"gpt-oss-120b": ["layernorm", "moe_act"], "deepseek-v3": ["mlp"]}
+# DeepSeek-V3's H100 recipe (DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1) recomputes mla_up_proj and mlp.
+RECOMPUTE = {"gpt-oss-120b": ["layernorm", "moe_act"], "deepseek-v3": ["mla_up_proj", "mlp"]}
 
 # Published recipes' token dispatcher where it is not alltoall (DeepSeek-V3 on H100: DeepEP / HybridEP,
 # moe_flex_dispatcher_backend in the H100 base config).

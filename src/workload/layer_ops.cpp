@@ -148,6 +148,18 @@ int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int
   return w.gemm(rank, "mla.q", t, s.q, s.h, w.fp8(layer), {node});
 }
 
+/// mla_up_proj recompute: MLA's Q and KV up-projections and RoPE run again before the attention backward.
+int mla_up_recompute(TraceWriter& w, int rank, int layer, int after) {
+  const auto& m = w.s.model;
+  const auto& a = m.mla_shape;
+  const Shapes s = shapes_of(w);
+  const double t = w.tokens;
+  int node = w.gemm(rank, "mla.kv_up.recompute", t, m.heads * (a.qk_nope_head_dim + a.v_head_dim) / s.tp, a.kv_lora_rank,
+                    w.fp8(layer), {after});
+  if (a.q_lora_rank > 0) node = w.gemm(rank, "mla.q_up.recompute", t, s.q, a.q_lora_rank, w.fp8(layer), {node});
+  return w.memory(rank, "rope.recompute", 2 * t * (s.q + s.kv) * w.act_bytes, {node});
+}
+
 }  // namespace
 
 LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer) {
@@ -237,6 +249,7 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
       attention.deps = {node};
       node = w.add(attention);
     }
+    if (tr.recompute == Recompute::selective && tr.recompute_modules.mla_up_proj) node = mla_up_recompute(w, rank, layer, node);
     node = attention_with_cp(w, rank, c, layer, true, node);
     node = w.memory(rank, "rope.bwd", 2 * t * (s.q + s.kv) * ab, {node});
     node = gemm_with_tp(w, rank, c, layer, {"qkv.dgrad", t, s.h, s.q + 2 * s.kv, true}, reduce, false, node);

@@ -32,7 +32,14 @@ double activation_bytes_per_layer(const Scenario& s, int layer) {
   const bool selective = t.recompute == Recompute::selective;
   const RecomputeModules& again = t.recompute_modules;
   const double norm_out = selective && again.layernorm ? 0.0 : linear_in;
-  double bytes = tokens * h * sp_share * (2 + norm_out + 1) + 2.0 * tokens * (q + 2 * kv) + tokens * o_in * linear_in;
+  // Recomputing MLA's up-projections keeps their low-rank inputs (the down-projections' outputs, whole on
+  // every TP rank) in place of the Q/K/V they make; without a Q latent (q_lora_rank 0) Q itself stays.
+  const auto& mla = m.mla_shape;
+  const double q_kept = mla.q_lora_rank > 0 ? static_cast<double>(mla.q_lora_rank) : q;
+  const double attention_inputs = m.mla && selective && again.mla_up_proj
+                                      ? 2.0 * tokens * (q_kept + mla.kv_lora_rank + mla.qk_rope_head_dim)
+                                      : 2.0 * tokens * (q + 2 * kv);
+  double bytes = tokens * h * sp_share * (2 + norm_out + 1) + attention_inputs + tokens * o_in * linear_in;
   // MLP block: LN input, LN output (FC1 input), mask; FC1 output (both halves when gated), FC2 input.
   const bool mlp_again = selective && again.mlp && !m.layer_is_moe(layer);
   bytes += tokens * h * sp_share * (2 + (mlp_again ? 0.0 : norm_out) + 1);

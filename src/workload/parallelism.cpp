@@ -78,15 +78,16 @@ TrainingOptions read_training(ObjectReader& r) {
   if (r.has("recompute_modules")) {
     if (t.recompute != Recompute::selective) r.fail("recompute_modules", "only with recompute_granularity = \"selective\"");
     const auto& list = r.required_value("recompute_modules");
-    const std::string modelled = "a list of core_attn, layernorm, moe_act, mlp";
+    const std::string modelled = "a list of core_attn, layernorm, moe_act, mlp, mla_up_proj";
     if (!list.is_array() || list.empty()) r.fail("recompute_modules", modelled);
-    t.recompute_modules = RecomputeModules{false, false, false, false};
+    t.recompute_modules = RecomputeModules{false, false, false, false, false};
     for (const auto& item : list) {
       const std::string name = item.is_string() ? item.get<std::string>() : "";
       if (name == "core_attn") t.recompute_modules.core_attn = true;
       else if (name == "layernorm") t.recompute_modules.layernorm = true;
       else if (name == "moe_act") t.recompute_modules.moe_act = true;
       else if (name == "mlp") t.recompute_modules.mlp = true;
+      else if (name == "mla_up_proj") t.recompute_modules.mla_up_proj = true;
       else r.fail("recompute_modules", modelled + " (" + config::render_value(item) + " is not modelled)");
     }
   }
@@ -141,6 +142,10 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
   }
   stage_layers(m.layers, p.pp * p.vp, p.account_for_embedding, p.account_for_loss, p.layout,
                where + ": /parallelism/pipeline_model_parallel_layout");
+  if (t.recompute == Recompute::selective && t.recompute_modules.mla_up_proj && !m.mla) {
+    throw InputError(where + ": /training/recompute_modules: mla_up_proj needs a model with multi-head latent attention "
+                             "(kv_lora_rank)");
+  }
   if (t.moe_dispatcher == MoeDispatcher::flex && t.moe_dispatcher_sms >= gpu.sm_count) {
     fail("/training/moe_deepep_num_sms (or moe_hybridep_num_sms, by moe_flex_dispatcher_backend)", t.moe_dispatcher_sms,
          "leaves none of the " + gpu.name + "'s " + std::to_string(gpu.sm_count) + " SMs for compute");

@@ -353,6 +353,40 @@ TEST_CASE("selective MLP recompute runs the dense MLP forward again, with its TP
   CHECK(comm_bytes["fc2.recompute.rs"] == Approx(comm_bytes["fc2.rs"]));
 }
 
+TEST_CASE("mla_up_proj recompute keeps MLA's latents instead of Q, K, V and runs the up-projections again", "[workload]") {
+  // DeepSeek-V3's attention at TP2: 128 heads of 192 query/key and 128 value dimensions, latents of
+  // 1536 (Q) and 512 + 64 (KV, with the shared RoPE key). Per token the attention backward needs
+  // Q, K, V: (128 x 192 x 2 + 128 x 128) / 2 elements on a TP rank; recompute keeps 1536 + 512 + 64.
+  const nlohmann::json model{{"base", "deepseek-v3"}, {"num_hidden_layers", 4}, {"first_k_dense_replace", 4}};
+  const nlohmann::json par{{"tensor_model_parallel_size", 2}, {"sequence_parallel", true}, {"global_batch_size", 4}};
+  auto scenario = [&](const nlohmann::json& modules) {
+    return make_scenario(par, {{"seq_length", 4096}, {"recompute_granularity", "selective"}, {"recompute_modules", modules}}, model, 1);
+  };
+  const double tokens = 4096;
+  const double qkv = (128.0 * 192 * 2 + 128.0 * 128) / 2, latents = 1536 + 512 + 64;
+  CHECK(activation_bytes_per_layer(scenario({"core_attn"}), 0) - activation_bytes_per_layer(scenario({"core_attn", "mla_up_proj"}), 0) ==
+        Approx(2 * tokens * (qkv - latents)));
+  // In backward the up-projections run again, with the forward's FLOPs, once per layer and micro-batch.
+  std::vector<int> rank_gpu(8);
+  for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+  std::map<std::string, int> count;
+  std::map<std::string, double> flops;
+  for (const auto& n : build_trace(scenario({"mla_up_proj"}), rank_gpu, false).nodes) {
+    if (n.rank != 0) continue;
+    ++count[n.name];
+    flops[n.name] += n.flops;
+  }
+  const int passes = 4 * 4 / (8 / 2);  // layers x micro-batches per replica
+  CHECK(count["mla.kv_up.recompute"] == passes);
+  CHECK(count["mla.q_up.recompute"] == passes);
+  CHECK(flops["mla.kv_up.recompute"] == Approx(flops["mla.kv_up"]));
+  CHECK(flops["mla.q_up.recompute"] == Approx(flops["mla.q_up"]));
+  // Only models with latent attention have up-projections to recompute.
+  CHECK_THROWS_WITH(make_scenario(par, {{"recompute_granularity", "selective"}, {"recompute_modules", {"mla_up_proj"}}},
+                                  nlohmann::json{{"base", "llama3-8b"}, {"num_hidden_layers", 2}}, 1),
+                    Catch::Matchers::Contains("mla_up_proj needs a model with multi-head latent attention"));
+}
+
 TEST_CASE("first_last_layers_bf16 runs the first and last layers' GEMMs in BF16; the FP8 recipe sets the quantization bytes",
           "[workload]") {
   const int layers = 4, microbatches = 2;
