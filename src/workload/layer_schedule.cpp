@@ -1,5 +1,6 @@
 // Order in which a rank issues the pieces of its layers: one after the other, or a forward layer and
 // a backward layer together as Megatron-Core's combined 1F1B does (overlap_moe_expert_parallel_comm).
+#include <algorithm>
 #include <stdexcept>
 
 #include "trace_builder_internal.hpp"
@@ -50,10 +51,7 @@ std::pair<int, int> emit_pieces_combined(TraceWriter& w, const LayerPieces& forw
   // The all-to-all each compute slot runs beside: the other pass's combine (attention) or dispatch
   // (experts, and the delayed weight gradients beside the backward's own dispatch).
   const auto has = [](const LayerPieces& pieces, PieceRole role) {
-    for (const auto& piece : pieces) {
-      if (piece.role == role) return true;
-    }
-    return false;
+    return std::any_of(pieces.begin(), pieces.end(), [role](const LayerPiece& piece) { return piece.role == role; });
   };
   const auto beside_all_to_all = [&](const Slot& slot) {
     const LayerPieces& other = slot.forward ? backward : forward;

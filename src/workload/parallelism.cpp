@@ -110,6 +110,9 @@ TrainingOptions read_training(ObjectReader& r) {
     if (t.moe_dispatcher != MoeDispatcher::flex) r.fail("moe_flex_dispatcher_backend", "only with moe_token_dispatcher_type = \"flex\"");
     backend = r.choice_or("moe_flex_dispatcher_backend", {"deepep", "hybridep"}, "deepep");
   }
+  for (const char* key : {"moe_deepep_num_sms", "moe_hybridep_num_sms"}) {
+    if (r.has(key) && t.moe_dispatcher != MoeDispatcher::flex) r.fail(key, "only with moe_token_dispatcher_type = \"flex\"");
+  }
   const int deepep_sms = static_cast<int>(r.int_or("moe_deepep_num_sms", 20, 1));
   const int hybridep_sms = static_cast<int>(r.int_or("moe_hybridep_num_sms", 16, 1));
   t.moe_dispatcher_sms = t.moe_dispatcher == MoeDispatcher::alltoall ? compute::kNcclAllToAllSms

@@ -266,7 +266,7 @@ TEST_CASE("moe_shared_expert_overlap runs the shared experts beside the all-to-a
 }
 
 TEST_CASE("combined 1F1B runs the compute beside an all-to-all on the SMs it leaves", "[workload]") {
-  // SMs taken from rank 0's GEMM and attention nodes, by whether the node is an expert GEMM.
+  // The SM counts taken from rank 0's GEMM and attention nodes.
   auto taken = [](const Trace& trace) {
     std::set<int> values;
     for (const auto& n : trace.nodes) {
@@ -298,4 +298,7 @@ TEST_CASE("combined 1F1B runs the compute beside an all-to-all on the SMs it lea
   // Every SM held by the dispatcher is refused, with the key.
   REQUIRE_THROWS_WITH(moe_scenario(true, true, {{"moe_token_dispatcher_type", "flex"}, {"moe_deepep_num_sms", 132}}),
                       Catch::Contains("moe_deepep_num_sms") && Catch::Contains("132 SMs"));
+  // The flex dispatcher's SM keys mean nothing to NCCL's all-to-all.
+  REQUIRE_THROWS_WITH(moe_scenario(true, true, {{"moe_hybridep_num_sms", 24}}),
+                      Catch::Contains("moe_hybridep_num_sms") && Catch::Contains("only with moe_token_dispatcher_type"));
 }

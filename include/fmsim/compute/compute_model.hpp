@@ -80,8 +80,8 @@ class ComputeModel {
   /// accumulation (fp8_split_accumulator_efficiency).
   double gemm_s(const GemmShape& shape, MathPrecision precision, int sms_taken = 0, bool split_accumulator = false) const;
   /// Fused attention (always BF16 in Megatron recipes, FP8 or not); `mean_span`: keys per query in the
-  /// kernel (attention_efficiency).
-  /// Fused attention; `sms_taken` SMs held by a communication kernel beside it slow it in proportion.
+  /// kernel (attention_efficiency); `sms_taken` SMs held by a communication kernel beside it slow it in
+  /// proportion.
   double attention_s(double flops, bool backward, double mean_span, int sms_taken = 0) const;
   /// A memory-bound kernel moving `bytes` through HBM.
   double memory_s(double bytes) const;
