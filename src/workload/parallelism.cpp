@@ -115,8 +115,9 @@ TrainingOptions read_training(ObjectReader& r) {
   }
   const int deepep_sms = static_cast<int>(r.int_or("moe_deepep_num_sms", 20, 1));
   const int hybridep_sms = static_cast<int>(r.int_or("moe_hybridep_num_sms", 16, 1));
+  t.moe_flex_hybridep = backend == "hybridep";
   t.moe_dispatcher_sms = t.moe_dispatcher == MoeDispatcher::alltoall ? compute::kNcclAllToAllSms
-                         : backend == "hybridep"                       ? hybridep_sms
+                         : t.moe_flex_hybridep                         ? hybridep_sms
                                                                        : deepep_sms;
   t.grad_reduce_in_fp32 = r.bool_or("grad_reduce_in_fp32", false);
   t.fp8_param_gather = r.bool_or("fp8_param_gather", false);
@@ -150,7 +151,7 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
                              "(kv_lora_rank)");
   }
   if (t.moe_dispatcher == MoeDispatcher::flex && t.moe_dispatcher_sms >= gpu.sm_count) {
-    fail("/training/moe_deepep_num_sms (or moe_hybridep_num_sms, by moe_flex_dispatcher_backend)", t.moe_dispatcher_sms,
+    fail(t.moe_flex_hybridep ? "/training/moe_hybridep_num_sms" : "/training/moe_deepep_num_sms", t.moe_dispatcher_sms,
          "leaves none of the " + gpu.name + "'s " + std::to_string(gpu.sm_count) + " SMs for compute");
   }
   if (p.vp > 1 && p.pp == 1) fail("/parallelism/virtual_pipeline_model_parallel_size", p.vp, "needs pipeline_model_parallel_size > 1");

@@ -74,6 +74,7 @@ struct TrainingOptions {
   /// send/recv CTAs for the alltoall dispatcher (compute::kNcclAllToAllSms); for flex, Megatron-Core's
   /// moe_deepep_num_sms (default 20) or moe_hybridep_num_sms (default 16) by moe_flex_dispatcher_backend.
   int moe_dispatcher_sms = 16;
+  bool moe_flex_hybridep = false;  ///< moe_flex_dispatcher_backend = "hybridep" (else DeepEP)
   /// moe_shared_expert_overlap: the shared experts run beside the EP all-to-alls (Megatron-Core runs
   /// FC1 during the dispatch and FC2 during the combine, on their own stream), not after the experts.
   bool moe_shared_expert_overlap = false;
