@@ -130,6 +130,19 @@ int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int laye
   return w.collective(rank, c.cp, "cp", Category::cp_comm, Op::alltoall, backward ? qkv_bytes : out_bytes, "cp.a2a_out", {attn});
 }
 
+/// MLA's KV up-projection GEMM: the KV latent to every local head's no-RoPE key and value.
+int mla_kv_up(TraceWriter& w, int rank, int layer, const std::string& name, int after) {
+  const auto& m = w.s.model;
+  const auto& a = m.mla_shape;
+  return w.gemm(rank, name, w.tokens, m.heads * (a.qk_nope_head_dim + a.v_head_dim) / shapes_of(w).tp, a.kv_lora_rank,
+                w.fp8(layer), {after});
+}
+
+/// MLA's Q up-projection GEMM (models with a Q latent, q_lora_rank > 0).
+int mla_q_up(TraceWriter& w, int rank, int layer, const std::string& name, int after) {
+  return w.gemm(rank, name, w.tokens, shapes_of(w).q, w.s.model.mla_shape.q_lora_rank, w.fp8(layer), {after});
+}
+
 /// QKV (or MLA's down and up projections) forward GEMMs after the input all-gather.
 int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
   const auto& m = w.s.model;
@@ -137,27 +150,21 @@ int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int
   const double t = w.tokens;
   if (!m.mla) return gemm_with_tp(w, rank, c, layer, {"qkv", t, s.q + 2 * s.kv, s.h}, Op::all_gather, true, after);
   const auto& a = m.mla_shape;
-  const double tp = s.tp;
   int node = gemm_with_tp(w, rank, c, layer, {"mla.kv_down", t, static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim), s.h}, Op::all_gather, true, after);
-  node = w.gemm(rank, "mla.kv_up", t, m.heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank,
-                w.fp8(layer), {node});
+  node = mla_kv_up(w, rank, layer, "mla.kv_up", node);
   if (a.q_lora_rank > 0) {
     node = w.gemm(rank, "mla.q_down", t, a.q_lora_rank, s.h, w.fp8(layer), {node});
-    return w.gemm(rank, "mla.q_up", t, s.q, a.q_lora_rank, w.fp8(layer), {node});
+    return mla_q_up(w, rank, layer, "mla.q_up", node);
   }
   return w.gemm(rank, "mla.q", t, s.q, s.h, w.fp8(layer), {node});
 }
 
 /// mla_up_proj recompute: MLA's Q and KV up-projections and RoPE run again before the attention backward.
 int mla_up_recompute(TraceWriter& w, int rank, int layer, int after) {
-  const auto& m = w.s.model;
-  const auto& a = m.mla_shape;
   const Shapes s = shapes_of(w);
-  const double t = w.tokens;
-  int node = w.gemm(rank, "mla.kv_up.recompute", t, m.heads * (a.qk_nope_head_dim + a.v_head_dim) / s.tp, a.kv_lora_rank,
-                    w.fp8(layer), {after});
-  if (a.q_lora_rank > 0) node = w.gemm(rank, "mla.q_up.recompute", t, s.q, a.q_lora_rank, w.fp8(layer), {node});
-  return w.memory(rank, "rope.recompute", 2 * t * (s.q + s.kv) * w.act_bytes, {node});
+  int node = mla_kv_up(w, rank, layer, "mla.kv_up.recompute", after);
+  if (w.s.model.mla_shape.q_lora_rank > 0) node = mla_q_up(w, rank, layer, "mla.q_up.recompute", node);
+  return w.memory(rank, "rope.recompute", 2 * w.tokens * (s.q + s.kv) * w.act_bytes, {node});
 }
 
 }  // namespace
