@@ -8,13 +8,16 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 
 #include <spdlog/spdlog.h>
 
 #include "fmsim/collectives/cost.hpp"
+#include "fmsim/collectives/full_cost.hpp"
 #include "fmsim/collectives/platform.hpp"
 #include "fmsim/collectives/tuning.hpp"
 #include "fmsim/common/error.hpp"
+#include "fmsim/units/format.hpp"
 
 namespace fmsim::collectives {
 namespace {
@@ -41,15 +44,26 @@ std::map<Algorithm, double> simulate_network_shapes(const CommLayout& layout, Op
   if (with_network.empty()) return seconds_per_byte;
   NodePlatform platform = build_node_platform(layout, patterns);
   std::vector<engine::SimJob> jobs;
-  for (const auto& [model, shape] : with_network) {
+  std::vector<std::size_t> simulated;  // index in with_network of each job
+  for (std::size_t i = 0; i < with_network.size(); ++i) {
+    const auto& [model, shape] = with_network[i];
     engine::SimJob job;
     job.flows = pattern_flows(platform, layout, shape.pattern, shape.net_bytes_per_island * kReferenceBytes);
+    if (job.flows.size() > kMaxSimulatedShapeFlows) {
+      spdlog::info("{} traffic shape: {} flows between leaf groups, timed by its bottleneck link",
+                   to_string(model->id()), job.flows.size());
+      seconds_per_byte[model->id()] =
+          bottleneck_time_s(platform.platform, job.flows) / kReferenceBytes / tuning::kNetworkEfficiency;
+      continue;
+    }
     jobs.push_back(std::move(job));
+    simulated.push_back(i);
   }
+  if (jobs.empty()) return seconds_per_byte;
   spdlog::info("simulating {} network traffic shape(s) on {} nodes", jobs.size(), platform.platform.hosts.size());
   engine::SimStats stats = engine::simulate_in_child(platform.platform, jobs);
-  for (std::size_t i = 0; i < with_network.size(); ++i) {
-    seconds_per_byte[with_network[i].first->id()] = stats.durations_s[i] / kReferenceBytes / tuning::kNetworkEfficiency;
+  for (std::size_t j = 0; j < simulated.size(); ++j) {
+    seconds_per_byte[with_network[simulated[j]].first->id()] = stats.durations_s[j] / kReferenceBytes / tuning::kNetworkEfficiency;
   }
   result.simulated_messages += stats.messages;
   result.simulated_bytes_sent += stats.bytes_sent;
@@ -63,6 +77,92 @@ double round_size(Op op, double bytes, int ranks) {
   double unit = kFloatBytes;
   if (op == Op::all_gather || op == Op::reduce_scatter || op == Op::alltoall) unit *= ranks;
   return std::floor(bytes / unit) * unit;
+}
+
+/// What a message-by-message simulation will cost, said before it starts; refused (InputError) when its
+/// memory estimate exceeds what the machine has available. Each program is built, measured and dropped,
+/// so that the refusal comes before the programs of every size are held at once.
+void check_full_cost(const CommLayout& layout, Op op, const std::vector<BenchmarkRow>& rows) {
+  FullCost cost;
+  for (const auto& row : rows) {
+    const AlgorithmModel& model = algorithm_model(row.algorithm);
+    if (!model.simulates_full(op)) continue;
+    if (auto program = model.full_program(op, layout, row.size_bytes)) cost.add(*program);
+  }
+  if (cost.messages == 0) return;
+  const double available_bytes = available_memory_bytes();
+  spdlog::info("full fidelity on {} GPUs: {:.3g} messages, about {} and {} (estimate)", layout.ranks, cost.messages,
+               units::format_time(cost.seconds), units::format_bytes(cost.memory_bytes()));
+  if (available_bytes > 0 && cost.memory_bytes() > kFullMemoryShare * available_bytes) {
+    throw InputError("--fidelity full on " + std::to_string(layout.ranks) + " GPUs would need about " +
+                     units::format_bytes(cost.memory_bytes()) + " (" + fmt::format("{:.3g}", cost.messages) +
+                     " messages, up to " + fmt::format("{:.3g}", cost.peak_in_flight) + " in flight) and this machine has " +
+                     units::format_bytes(available_bytes) + " available: use the fast mode, fewer GPUs (--gpus) or "
+                     "fewer sizes (-b/-e/-f)");
+  }
+  if (cost.seconds > 60) {
+    spdlog::warn("--fidelity full: {:.3g} messages on {} GPUs will take about {} (estimate); the fast mode "
+                 "answers in under a second", cost.messages, layout.ranks, units::format_time(cost.seconds));
+  }
+}
+
+/// Full fidelity: the tuner's choice of each row (the same as in fast mode) is re-timed message by
+/// message where its algorithm has a program, sending the protocol's wire bytes; the LL throughput cap
+/// still applies. Rows whose algorithm has no program (tree, NVLS, NVLS-tree) keep the fast-mode time
+/// and say so (row.simulated = false, and a warning naming them).
+void simulate_full_rows(const CommLayout& layout, const BenchmarkRequest& request, BenchmarkResult& result) {
+  check_full_cost(layout, request.op, result.rows);
+  std::vector<engine::SimJob> jobs;
+  std::vector<engine::SimProgram> programs;
+  std::vector<std::size_t> simulated_rows;
+  std::vector<std::string> kept;
+  std::vector<Algorithm> routed;
+  for (std::size_t i = 0; i < result.rows.size(); ++i) {
+    auto& row = result.rows[i];
+    const AlgorithmModel& model = algorithm_model(row.algorithm);
+    auto program = model.simulates_full(request.op)
+                       ? model.full_program(request.op, layout, row.size_bytes / protocol_bandwidth_factor(row.protocol))
+                       : std::nullopt;
+    row.simulated = program.has_value();
+    if (!program) {
+      const std::string name = to_string(row.algorithm) + "/" + to_string(row.protocol);
+      if (std::find(kept.begin(), kept.end(), name) == kept.end()) kept.push_back(name);
+      continue;
+    }
+    engine::SimJob job;
+    job.is_program = true;
+    job.program = std::move(*program);
+    // Every size of one algorithm has the same peers: its first program gives the platform its routes.
+    if (std::find(routed.begin(), routed.end(), row.algorithm) == routed.end()) {
+      routed.push_back(row.algorithm);
+      programs.push_back(job.program);
+    }
+    jobs.push_back(std::move(job));
+    simulated_rows.push_back(i);
+  }
+  if (!kept.empty()) {
+    std::string names;
+    for (const auto& name : kept) names += (names.empty() ? "" : ", ") + name;
+    spdlog::warn("--fidelity full: {} {} no message-level program; those sizes keep the fast-mode time "
+                 "(marked 'fast' in the table, simulated: false in the JSON)",
+                 names, kept.size() == 1 ? "has" : "have");
+  }
+  if (jobs.empty()) return;
+  engine::SimPlatform platform = build_gpu_platform(layout, programs);
+  spdlog::info("full fidelity: simulating {} sizes message by message on {} GPUs", jobs.size(), layout.ranks);
+  engine::SimStats stats = engine::simulate_in_child(platform, jobs);
+  for (std::size_t j = 0; j < simulated_rows.size(); ++j) {
+    auto& row = result.rows[simulated_rows[j]];
+    double bandwidth_s = stats.durations_s[j];
+    if (row.protocol == Protocol::ll) {
+      const double cap_Bps = tuning::ll_max_busbw_Bps(layout.sm_version, layout.amd_host, layout.islands);
+      bandwidth_s = std::max(bandwidth_s, row.size_bytes * busbw_factor(request.op, layout.ranks) / cap_Bps);
+    }
+    row.time_s = row.latency_s + bandwidth_s;
+  }
+  result.simulated_messages += stats.messages;
+  result.simulated_bytes_sent += stats.bytes_sent;
+  result.simulated_bytes_received += stats.bytes_received;
 }
 
 }  // namespace
@@ -79,8 +179,7 @@ std::vector<double> size_sweep(double min_bytes, double max_bytes, double factor
 BenchmarkResult run_benchmark(const CommLayout& layout, const BenchmarkRequest& request) {
   if (layout.ranks < 2) throw InputError("a collective needs at least 2 GPUs");
   BenchmarkResult result;
-  const auto list = candidates(layout, request.op, request.algorithm, request.protocol,
-                               request.fidelity == Fidelity::full);
+  const auto list = candidates(layout, request.op, request.algorithm, request.protocol);
   const auto net_seconds_per_byte = simulate_network_shapes(layout, request.op, list, result);
 
   std::vector<double> sizes;
@@ -106,26 +205,7 @@ BenchmarkResult run_benchmark(const CommLayout& layout, const BenchmarkRequest& 
     result.rows.push_back(row);
   }
 
-  if (request.fidelity == Fidelity::full) {
-    std::vector<engine::SimJob> jobs;
-    std::vector<engine::SimProgram> programs;
-    for (const auto& row : result.rows) {
-      engine::SimJob job;
-      job.is_program = true;
-      job.program = *algorithm_model(row.algorithm).full_program(request.op, layout, row.size_bytes);
-      programs.push_back(job.program);
-      jobs.push_back(std::move(job));
-    }
-    engine::SimPlatform platform = build_gpu_platform(layout, programs);
-    spdlog::info("full fidelity: simulating {} sizes message by message on {} GPUs", jobs.size(), layout.ranks);
-    engine::SimStats stats = engine::simulate_in_child(platform, jobs);
-    for (std::size_t i = 0; i < result.rows.size(); ++i) {
-      result.rows[i].time_s = result.rows[i].latency_s + stats.durations_s[i];
-    }
-    result.simulated_messages += stats.messages;
-    result.simulated_bytes_sent += stats.bytes_sent;
-    result.simulated_bytes_received += stats.bytes_received;
-  }
+  if (request.fidelity == Fidelity::full) simulate_full_rows(layout, request, result);
   for (auto& row : result.rows) {
     row.algbw_GBps = row.size_bytes / row.time_s / 1e9;
     row.busbw_GBps = row.algbw_GBps * busbw_factor(request.op, layout.ranks);

@@ -8,9 +8,7 @@
 #include "fmsim/common/error.hpp"
 
 namespace fmsim::collectives {
-namespace {
-
-double protocol_factor(Protocol protocol) {
+double protocol_bandwidth_factor(Protocol protocol) {
   switch (protocol) {
     case Protocol::ll: return tuning::kLlBandwidthFactor;
     case Protocol::ll128: return tuning::kLl128BandwidthFactor;
@@ -19,15 +17,13 @@ double protocol_factor(Protocol protocol) {
   return 1.0;
 }
 
-}  // namespace
-
 double net_chunk_factor(const TrafficShape& shape, const CommLayout& layout) {
   const double chunk_wire_s = tuning::kPipelineChunkBytes / (layout.rail_Bps * tuning::kNetworkEfficiency);
   return 1.0 + shape.net_chunk_overhead_s / chunk_wire_s;
 }
 
 std::vector<Candidate> candidates(const CommLayout& layout, Op op, std::optional<Algorithm> algorithm,
-                                  std::optional<Protocol> protocol, bool full_only) {
+                                  std::optional<Protocol> protocol) {
   std::vector<Candidate> out;
   for (const auto& model : algorithm_registry()) {
     if (algorithm && model->id() != *algorithm) continue;
@@ -35,23 +31,14 @@ std::vector<Candidate> candidates(const CommLayout& layout, Op op, std::optional
       if (algorithm) throw InputError("--algo " + to_string(model->id()) + ": " + *why);
       continue;
     }
-    if (full_only && !model->simulates_full(op)) {
-      if (algorithm) {
-        throw InputError("--fidelity full does not simulate " + to_string(model->id()) + " message by message "
-                         "(it does ring, hierarchical and pairwise)");
-      }
-      continue;
-    }
     for (Protocol p : model->protocols()) {
-      if (full_only && p != Protocol::simple) continue;
       if (protocol && p != *protocol) continue;
       out.push_back({model.get(), p});
     }
   }
   if (out.empty()) {
     throw InputError("no algorithm" + std::string(protocol ? " with protocol " + to_string(*protocol) : "") + " can run " +
-                     to_string(op) + " on " + std::to_string(layout.ranks) + " GPUs" +
-                     (full_only ? " at full fidelity (Simple protocol only)" : ""));
+                     to_string(op) + " on " + std::to_string(layout.ranks) + " GPUs");
   }
   return out;
 }
@@ -60,7 +47,7 @@ Estimate estimate(const Candidate& candidate, Op op, const CommLayout& layout, d
   Estimate e;
   e.shape = candidate.model->shape(op, layout);
   const TrafficShape& shape = e.shape;
-  const double slow = protocol_factor(candidate.protocol);
+  const double slow = protocol_bandwidth_factor(candidate.protocol);
   const double nvlink_Bps =
       layout.nvlink_Bps * (shape.nvlink_is_nvls ? tuning::kNvlsEfficiency : tuning::kNvlinkCopyEfficiency);
   e.nvlink_s = shape.nvlink_bytes_per_rank * bytes / nvlink_Bps / slow;
@@ -82,7 +69,7 @@ Estimate estimate(const Candidate& candidate, Op op, const CommLayout& layout, d
 CollectiveCost collective_cost(const CommLayout& layout, Op op, double bytes) {
   CollectiveCost best;
   best.time_s = INFINITY;
-  for (const auto& candidate : candidates(layout, op, std::nullopt, std::nullopt, false)) {
+  for (const auto& candidate : candidates(layout, op, std::nullopt, std::nullopt)) {
     const double per_gpu = candidate.model->shape(op, layout).net_bytes_per_island / layout.ranks_per_island;
     Estimate e = estimate(candidate, op, layout, bytes, per_gpu / (layout.rail_Bps * tuning::kNetworkEfficiency));
     if (e.time_s >= best.time_s) continue;
@@ -94,7 +81,7 @@ CollectiveCost collective_cost(const CommLayout& layout, Op op, double bytes) {
     // whole by the protocol) and what it keeps in closed form.
     best.net_bytes_per_gpu = e.shape.pattern == NetPattern::none
                                  ? 0.0
-                                 : per_gpu * bytes / protocol_factor(candidate.protocol) / e.rail_use *
+                                 : per_gpu * bytes / protocol_bandwidth_factor(candidate.protocol) / e.rail_use *
                                        net_chunk_factor(e.shape, layout);
     best.fixed_s = e.latency_s + e.fill_s;
     best.nvlink_s = 0;

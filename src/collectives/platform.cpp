@@ -1,5 +1,6 @@
 #include "fmsim/collectives/platform.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -151,6 +152,24 @@ std::vector<engine::SimFlow> pattern_flows(const NodePlatform& platform, const C
     }
   }
   return flows;
+}
+
+double bottleneck_time_s(const engine::SimPlatform& platform, const std::vector<engine::SimFlow>& flows) {
+  std::map<std::pair<int, int>, const engine::SimRoute*> routes;
+  for (const auto& route : platform.routes) routes[{route.src, route.dst}] = &route;
+  std::vector<double> load_bytes(platform.links.size(), 0.0);
+  for (const auto& flow : flows) {
+    auto it = routes.find({flow.src, flow.dst});
+    if (it == routes.end()) {
+      throw InternalError("collectives: no route " + platform.hosts.at(flow.src) + " -> " + platform.hosts.at(flow.dst));
+    }
+    for (int link : it->second->links) load_bytes[link] += flow.bytes;
+  }
+  double time_s = 0;
+  for (std::size_t i = 0; i < load_bytes.size(); ++i) {
+    if (load_bytes[i] > 0) time_s = std::max(time_s, load_bytes[i] / platform.links[i].bandwidth_Bps);
+  }
+  return time_s;
 }
 
 engine::SimPlatform build_gpu_platform(const CommLayout& layout, const std::vector<engine::SimProgram>& programs) {

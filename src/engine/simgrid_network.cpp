@@ -46,20 +46,31 @@ void validate(const SimPlatform& platform, const std::vector<SimJob>& jobs) {
     for (const auto& flow : job.flows) need(flow.src, flow.dst);
     if (!job.is_program) continue;
     const auto& program = job.program;
-    // Per ordered pair of ranks, the sends of one must match the receives of the other, size by size.
-    std::map<std::pair<int, int>, std::vector<std::uint64_t>> sent, received;
+    // Per ordered pair of ranks, the sends of one must match the receives of the other, size by size
+    // (run-length encoded: repeated steps repeat their sizes).
+    using Sizes = std::vector<std::pair<std::uint64_t, long long>>;  // (bytes, count)
+    auto append = [](Sizes& sizes, std::uint64_t bytes, long long count) {
+      if (!sizes.empty() && sizes.back().first == bytes) sizes.back().second += count;
+      else sizes.emplace_back(bytes, count);
+    };
+    std::map<std::pair<int, int>, Sizes> sent, received;
     for (std::size_t rank = 0; rank < program.steps.size(); ++rank) {
       for (const auto& step : program.steps[rank]) {
+        if (step.repeat < 1) throw InternalError("engine: a program step repeats fewer than once");
         for (const auto& op : step.ops) {
           int me = static_cast<int>(rank);
+          if (op.peer < 0 || op.peer >= static_cast<int>(program.steps.size())) {
+            throw InternalError("engine: a program names rank " + std::to_string(op.peer) + " of " +
+                                std::to_string(program.steps.size()));
+          }
           int a = program.rank_host.at(me), b = program.rank_host.at(op.peer);
           auto bytes = static_cast<std::uint64_t>(op.bytes);
           if (op.send) {
             need(a, b);
-            sent[{me, op.peer}].push_back(bytes);
+            append(sent[{me, op.peer}], bytes, step.repeat);
           } else {
             need(b, a);
-            received[{op.peer, me}].push_back(bytes);
+            append(received[{op.peer, me}], bytes, step.repeat);
           }
         }
       }
@@ -80,7 +91,7 @@ int payload_token = 0;
 
 void run_rank(const SimProgram* program, int rank, Runtime* runtime) {
   std::deque<std::vector<sg4::CommPtr>> pending_sends;  // one entry per step still in flight
-  for (const SimStep& step : program->steps[rank]) {
+  auto run_step = [&](const SimStep& step) {
     std::vector<sg4::CommPtr> sends, receives;
     std::vector<int*> landed(step.ops.size(), nullptr);  // where receives deliver their (unused) payload
     std::size_t index = 0;
@@ -102,6 +113,9 @@ void run_rank(const SimProgram* program, int rank, Runtime* runtime) {
       sg4::Comm::wait_all(pending_sends.front());
       pending_sends.pop_front();
     }
+  };
+  for (const SimStep& step : program->steps[rank]) {
+    for (int round = 0; round < step.repeat; ++round) run_step(step);
   }
   for (auto& sends : pending_sends) sg4::Comm::wait_all(sends);
 }

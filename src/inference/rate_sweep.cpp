@@ -26,6 +26,7 @@ RateSweep sweep_rate(const ServingPlan& plan, double resolution) {
   }
   RateSweep sweep;
   sweep.resolution = resolution;
+  sweep.slo_percentile = scenario.slo.percentile;
   auto met = [&](double rate) {
     WorkloadSpec workload = scenario.workload;
     workload.rate_per_s = rate;
@@ -71,6 +72,8 @@ nlohmann::json to_json(const RateSweep& sweep) {
   for (const auto& point : sweep.points) {
     points.push_back({{"rate_per_s", point.rate_per_s},
                       {"requests_per_s", point.summary.requests_per_s},
+                      {"offered_requests_per_s", point.summary.offered_requests_per_s ? nlohmann::json(*point.summary.offered_requests_per_s) : nlohmann::json(nullptr)},
+                      {"drain_s", point.summary.drain_s},
                       {"output_tokens_per_s", point.summary.output_tokens_per_s},
                       {"ttft_s", {{"p50", point.summary.ttft_s.p50}, {"p90", point.summary.ttft_s.p90}, {"p99", point.summary.ttft_s.p99}}},
                       {"tpot_s", {{"p50", point.summary.tpot_s.p50}, {"p90", point.summary.tpot_s.p90}, {"p99", point.summary.tpot_s.p99}}},
@@ -85,20 +88,25 @@ nlohmann::json to_json(const RateSweep& sweep) {
 std::string to_text(const RateSweep& sweep) {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "%10s %10s %10s %10s %10s %8s\n", "rate/s", "req/s", "TTFT p99", "TPOT p99", "goodput", "SLOs");
+  // rate/s is the Poisson rate asked for; offered/s the arrivals drawn; achieved/s the completions from
+  // first arrival to last completion (drain included).
+  std::snprintf(line, sizeof line, "%10s %10s %10s %10s %10s %10s %8s\n", "rate/s", "offered/s", "achieved/s",
+                "TTFT p99", "TPOT p99", "goodput", "SLOs");
   out += line;
   std::vector<const SweepPoint*> sorted;
   for (const auto& point : sweep.points) sorted.push_back(&point);
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->rate_per_s < b->rate_per_s; });
   for (const auto* point : sorted) {
-    std::snprintf(line, sizeof line, "%10.3f %10.3f %10s %10s %9.1f%% %8s\n", point->rate_per_s, point->summary.requests_per_s,
+    std::snprintf(line, sizeof line, "%10.3f %10.3f %10.3f %10s %10s %9.1f%% %8s\n", point->rate_per_s,
+                  point->summary.offered_requests_per_s.value_or(point->rate_per_s), point->summary.requests_per_s,
                   units::format_time(point->summary.ttft_s.p99).c_str(), units::format_time(point->summary.tpot_s.p99).c_str(),
                   100 * point->summary.slo_goodput.value_or(1.0), point->summary.slo_met ? "met" : "missed");
     out += line;
   }
   if (sweep.max_rate_per_s) {
-    std::snprintf(line, sizeof line, "\nhighest rate within the SLOs: %.3f requests/s (bracket %.0f%%)\n", *sweep.max_rate_per_s,
-                  100 * sweep.resolution);
+    std::snprintf(line, sizeof line,
+                  "\ncapacity: %.3f requests/s offered (rate/s), the highest Poisson rate whose p%g latencies meet the "
+                  "SLOs (bracket %.0f%%); achieved/s is lower by the drain after the last arrival\n", *sweep.max_rate_per_s, sweep.slo_percentile, 100 * sweep.resolution);
   } else {
     std::snprintf(line, sizeof line, "\nno rate tried meets the SLOs\n");
   }

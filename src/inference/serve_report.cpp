@@ -56,11 +56,12 @@ ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
   s.requests = static_cast<int>(outcome.requests.size());
   s.gpus = scenario.total_gpus();
   s.nodes = plan.nodes_used();
-  double first_arrival = INFINITY, input_tokens = 0, output_tokens = 0, cached = 0;
+  double first_arrival = INFINITY, last_arrival = -INFINITY, input_tokens = 0, output_tokens = 0, cached = 0;
   std::vector<double> ttft, tpot, e2e, queue, transfer;
   int good = 0;
   for (const auto& o : outcome.requests) {
     first_arrival = std::min(first_arrival, o.arrival_s);
+    last_arrival = std::max(last_arrival, o.arrival_s);
     if (o.finish_s < 0) continue;
     ++s.completed;
     input_tokens += o.input_tokens;
@@ -88,6 +89,9 @@ ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
   s.ttft_s = sorted_percentiles(ttft);
   s.tpot_s = sorted_percentiles(tpot);
   s.e2e_s = sorted_percentiles(e2e);
+  const double span_s = last_arrival - first_arrival;
+  s.drain_s = std::max(0.0, outcome.end_s - last_arrival);
+  if (s.requests > 1 && span_s > 0) s.offered_requests_per_s = (s.requests - 1) / span_s;
   s.kv_transfer_s = sorted_percentiles(transfer);
   const bool any_slo = scenario.slo.ttft_s || scenario.slo.tpot_s || scenario.slo.e2e_s;
   if (any_slo) s.slo_goodput = static_cast<double>(good) / s.requests;
@@ -171,6 +175,8 @@ nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& s, const Ser
   doc["completed"] = s.completed;
   doc["duration_s"] = s.duration_s;
   doc["requests_per_s"] = s.requests_per_s;
+  doc["offered_requests_per_s"] = optional_number(s.offered_requests_per_s);
+  doc["drain_s"] = s.drain_s;
   doc["input_tokens_per_s"] = s.input_tokens_per_s;
   doc["output_tokens_per_s"] = s.output_tokens_per_s;
   doc["output_tokens_per_s_per_gpu"] = s.output_tokens_per_s_per_gpu;
@@ -225,9 +231,17 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
                   units::format_bytes(m.kv_bytes_per_gpu).c_str(), m.kv_capacity_tokens);
     out += line;
   }
-  std::snprintf(line, sizeof line, "\n%d/%d requests in %s: %.2f req/s, %.0f output tok/s (%.0f per GPU), %.0f input tok/s\n",
-                s.completed, s.requests, units::format_time(s.duration_s).c_str(), s.requests_per_s, s.output_tokens_per_s,
-                s.output_tokens_per_s_per_gpu, s.input_tokens_per_s);
+  std::snprintf(line, sizeof line, "\n%d/%d requests in %s: %.0f output tok/s (%.0f per GPU), %.0f input tok/s\n", s.completed,
+                s.requests, units::format_time(s.duration_s).c_str(), s.output_tokens_per_s, s.output_tokens_per_s_per_gpu,
+                s.input_tokens_per_s);
+  out += line;
+  if (s.offered_requests_per_s) {
+    std::snprintf(line, sizeof line, "offered %.2f req/s; achieved %.2f req/s from first arrival to last completion "
+                  "(includes the %s drain after the last arrival)\n", *s.offered_requests_per_s, s.requests_per_s,
+                  units::format_time(s.drain_s).c_str());
+  } else {
+    std::snprintf(line, sizeof line, "offline (every request at once); achieved %.2f req/s\n", s.requests_per_s);
+  }
   out += line;
   std::snprintf(line, sizeof line, "%-14s %10s %10s %10s %10s\n", "", "p50", "p90", "p99", "mean");
   out += line;

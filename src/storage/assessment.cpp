@@ -74,6 +74,11 @@ Assessment assess(const workload::Scenario& s, const CheckpointContents& content
   in.seed = failures.seed;
   in.trials = failures.trials;
   a.goodput = simulate_goodput(in);
+  if (std::string(a.goodput.method) == "closed_form") {
+    spdlog::warn("{}: {:.3g} expected failures over the run (checkpoint interval {:.3g} h, job MTBF {:.3g} h): "
+                 "goodput is the closed-form expectation instead of a replay",
+                 to_string(plan.strategy), a.goodput.interruptions, in.interval_s / 3600, mtbf_s / 3600);
+  }
   if (s.cluster.usd_per_hour_per_node) a.usd = a.goodput.wall_s / 3600.0 * s.cluster.nodes * *s.cluster.usd_per_hour_per_node;
   return a;
 }
@@ -104,6 +109,7 @@ nlohmann::json to_json(const Assessment& a, double step_time_s) {
   j["young_daly_interval_steps"] = a.young_daly_interval_steps;
   j["amortized_stall_per_step_s"] = a.io.stall_s / a.interval_steps;
   j["goodput"] = a.goodput.goodput;
+  j["goodput_method"] = a.goodput.method;
   j["expected_interruptions"] = a.goodput.interruptions;
   j["lost_work_s"] = a.goodput.lost_work_s;
   j["checkpoint_stall_total_s"] = a.goodput.checkpoint_stall_s;

@@ -5,8 +5,11 @@
 #include <cmath>
 #include <random>
 
+#include <spdlog/fmt/fmt.h>
+
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/object_reader.hpp"
+#include "fmsim/units/format.hpp"
 
 namespace fmsim::storage {
 
@@ -98,9 +101,47 @@ Trial run_trial(const GoodputInputs& in, std::mt19937_64& rng) {
 
 }  // namespace
 
+GoodputResult expected_goodput(const GoodputInputs& in) {
+  if (in.work_s <= 0) throw InternalError("goodput: no work");
+  const double interval = in.interval_s > 0 ? std::min(in.interval_s, in.work_s) : in.work_s;
+  // As the replay: checkpoints after every interval of work, none at the very end.
+  const double segments = std::ceil(in.work_s / interval - 1e-12);
+  const double checkpoints = segments - 1;
+  const double last_s = in.work_s - checkpoints * interval;
+  const double recover_s = in.restart_s + in.restore_s;
+  const double rate = in.failures_per_s;
+  GoodputResult r;
+  r.method = "closed_form";
+  r.checkpoint_stall_s = checkpoints * in.stall_s;
+  if (rate <= 0) {
+    r.wall_s = in.work_s + r.checkpoint_stall_s;
+  } else {
+    // Failed attempts before a segment of `attempt_s` seconds runs through; expm1 keeps precision where
+    // rate x attempt is small, and overflow gives inf (refused by the caller).
+    const double full = std::expm1(rate * (interval + in.stall_s));
+    const double last = std::expm1(rate * last_s);
+    const double failed_attempts = checkpoints * full + last;
+    r.lost_work_s = failed_attempts / rate - (in.work_s + r.checkpoint_stall_s);
+    r.recovery_s = failed_attempts * std::expm1(rate * recover_s) / rate;
+    r.interruptions = failed_attempts * std::exp(rate * recover_s);
+    r.wall_s = in.work_s + r.checkpoint_stall_s + r.lost_work_s + r.recovery_s;
+  }
+  r.goodput = in.work_s / r.wall_s;
+  return r;
+}
+
 GoodputResult simulate_goodput(const GoodputInputs& in) {
   if (in.work_s <= 0) throw InternalError("goodput: no work");
   if (in.durable_s < in.stall_s) throw InternalError("goodput: a checkpoint becomes durable before its stall ends");
+  const GoodputResult expected = expected_goodput(in);
+  if (!std::isfinite(expected.wall_s) || expected.wall_s > kMaxTimeToTrain_s) {
+    throw InputError(fmt::format(
+        "the run never ends: at {:.3g} failures per hour, with {} of work between checkpoints and {} to recover "
+        "from each failure, the expected time to train exceeds a million years; checkpoint more often (leave "
+        "checkpoint.interval_steps out for the Young/Daly interval), or lower failures.relaunch or the failure rates",
+        in.failures_per_s * 3600, units::format_time(in.interval_s), units::format_time(in.restart_s + in.restore_s)));
+  }
+  if (expected.interruptions > kMaxReplayFailuresPerTrial) return expected;
   std::mt19937_64 rng(in.seed);
   GoodputResult r;
   for (int trial = 0; trial < in.trials; ++trial) {

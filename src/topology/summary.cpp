@@ -37,8 +37,21 @@ TopologySummary summarize(const ClusterGraph& cluster) {
     s.nvme_write_Bps = s.nodes * spec.instance.nvme_write_Bps;
   }
   if (spec.storage.fsx) {
-    s.fsx_throughput_Bps = spec.storage.fsx->throughput_Bps;
-    s.fsx_capacity_bytes = spec.storage.fsx->capacity_bytes;
+    const auto& fsx = *spec.storage.fsx;
+    s.fsx_capacity_bytes = fsx.capacity_bytes;
+    s.fsx_disk_Bps = fsx.disk_throughput_Bps;
+    s.fsx_network_Bps = fsx.throughput_Bps;
+    s.fsx_clients_Bps = s.nodes * fsx.client_Bps;
+    s.fsx_throughput_Bps = s.fsx_disk_Bps;
+    s.fsx_bound = "disk";
+    if (s.fsx_network_Bps < *s.fsx_throughput_Bps) {
+      s.fsx_throughput_Bps = s.fsx_network_Bps;
+      s.fsx_bound = "network";
+    }
+    if (s.fsx_clients_Bps > 0 && s.fsx_clients_Bps < *s.fsx_throughput_Bps) {
+      s.fsx_throughput_Bps = s.fsx_clients_Bps;
+      s.fsx_bound = "clients";
+    }
   }
   if (spec.storage.s3) {
     s.s3_throughput_Bps = s.nodes * spec.storage.s3->per_instance_bandwidth_Bps;
@@ -73,7 +86,10 @@ nlohmann::json to_json(const TopologySummary& s) {
   nlohmann::json storage;
   storage["nvme"] = {{"capacity_bytes", s.nvme_bytes}, {"read_Bps", s.nvme_read_Bps}, {"write_Bps", s.nvme_write_Bps}};
   if (s.fsx_throughput_Bps) {
-    storage["fsx_lustre"] = {{"capacity_bytes", *s.fsx_capacity_bytes}, {"throughput_Bps", *s.fsx_throughput_Bps}};
+    storage["fsx_lustre"] = {{"capacity_bytes", *s.fsx_capacity_bytes}, {"throughput_Bps", *s.fsx_throughput_Bps},
+                             {"bound_by", s.fsx_bound}, {"disk_throughput_Bps", s.fsx_disk_Bps},
+                             {"network_throughput_Bps", s.fsx_network_Bps},
+                             {"clients_throughput_Bps", s.fsx_clients_Bps}};
   }
   if (s.s3_throughput_Bps) {
     storage["s3"] = {{"throughput_Bps", *s.s3_throughput_Bps}, {"put_per_s", *s.s3_put_rate_per_s},
@@ -117,7 +133,10 @@ std::string to_text(const TopologySummary& s) {
     row("local NVMe", "not used");
   }
   if (s.fsx_throughput_Bps) {
-    row("FSx for Lustre", format_bytes(*s.fsx_capacity_bytes) + ", " + format_bandwidth(*s.fsx_throughput_Bps));
+    row("FSx for Lustre", format_bytes(*s.fsx_capacity_bytes) + ", " + format_bandwidth(*s.fsx_throughput_Bps) +
+                              " sustained (" + s.fsx_bound + "; disk " + format_bandwidth(s.fsx_disk_Bps) +
+                              ", network " + format_bandwidth(s.fsx_network_Bps) + ", clients " +
+                              format_bandwidth(s.fsx_clients_Bps) + ")");
   }
   if (s.s3_throughput_Bps) {
     char rates[96];

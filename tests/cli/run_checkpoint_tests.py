@@ -9,7 +9,7 @@ import os
 import shutil
 import tempfile
 
-from cli_support import TOPO, expect_bad_input, run, run_json, run_tests, test, write
+from cli_support import SOURCE, TOPO, expect_bad_input, run, run_json, run_tests, test, write
 
 TMP = tempfile.mkdtemp(prefix="fmsim-checkpoint-tests-")
 H2D_BPS = 8 * 51e9              # p5.48xlarge: 8 GPUs x 51 GB/s host <-> device (catalog)
@@ -235,6 +235,27 @@ def bad_checkpoint_input_exits_2_with_one_line():
     expect_bad_input(["checkpoint", no_bucket, "--json", out_file], ["fsx_lustre", "s3"], out_file)
     expect_bad_input(["run", path, "--set", "checkpoint.stratgy=fsx", "--json", out_file],
                      ["/checkpoint", "stratgy"], out_file)
+
+
+@test
+def goodput_finishes_when_failures_outpace_checkpoints():
+    # Issue 22: these never finished (the replay draws ~e^(interval / MTBF) failures per interval).
+    big = os.path.join(SOURCE, "configs", "training", "llama3.1-405b-p5-2048.json")
+    proc = run("checkpoint", big, "--strategy", "fsx", "--set", "checkpoint.interval_steps=100000", "--json", "-",
+               timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)["strategies"][0]
+    assert row["goodput_method"] == "closed_form", row
+    assert 0 <= row["goodput"] < 0.01, row["goodput"]
+    proc = run("checkpoint", big, "--strategy", "fsx", "--set", "failures.gpu_failures_per_gpu_hour=0.01", "--json", "-",
+               timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)["strategies"][0]
+    assert row["goodput_method"] == "closed_form" and 0 < row["goodput"] < 0.1, row
+    # A recovery of 1,000 h against a job MTBF of ~25 h: e^40 restarts per failure.
+    out_file = os.path.join(TMP, "never.json")
+    expect_bad_input(["checkpoint", big, "--strategy", "fsx", "--set", "failures.relaunch=1000h", "--json", out_file],
+                     ["never ends", "failures.relaunch"], out_file)
 
 
 try:

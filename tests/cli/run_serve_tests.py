@@ -287,4 +287,25 @@ def bad_input_exits_2_with_one_line():
     expect_bad_input(["serve", SCENARIO, "--set", "serving.precision=fp4", "--json", out], ["FP4"], out)
 
 
+@test
+def offered_and_achieved_rates_are_reported_apart():
+    # Issue 22: 40 req/s offered was reported as 35.16 req/s with no word of the drain.
+    out = serve(SCENARIO, "--set", "workload.requests=1500")
+    offered, achieved = out["offered_requests_per_s"], out["requests_per_s"]
+    assert abs(offered - 40) < 0.1 * 40, offered
+    # The run is the arrival span plus the drain; achieved counts completions over all of it.
+    span = (out["requests"] - 1) / offered
+    assert abs(span + out["drain_s"] - out["duration_s"]) < 1e-6 * out["duration_s"], out
+    assert abs(achieved * out["duration_s"] - out["completed"]) < 1e-6 * out["completed"]
+    assert out["drain_s"] > 0 and achieved < offered
+    text = run("serve", SCENARIO, "--set", "workload.requests=1500").stdout
+    assert "offered 40.41 req/s; achieved" in text and "drain" in text, text
+    offline = serve(scenario("offline-rates", one_gpu(), {"arrival": "offline", "requests": 20, "input_tokens": 500,
+                                                          "output_tokens": 20}))
+    assert offline["offered_requests_per_s"] is None, offline["offered_requests_per_s"]
+    sweep = run("serve", SCENARIO, "--sweep-rate", "--set", "workload.requests=300")
+    assert sweep.returncode == 0, sweep.stderr
+    assert "offered/s" in sweep.stdout and "achieved/s" in sweep.stdout and "capacity:" in sweep.stdout, sweep.stdout
+
+
 run_tests()

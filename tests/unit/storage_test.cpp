@@ -2,7 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <string>
 
+#include "fmsim/common/error.hpp"
 #include "fmsim/storage/goodput.hpp"
 
 using namespace fmsim::storage;
@@ -82,4 +84,66 @@ TEST_CASE("default failure rates reproduce the Llama 3 interruption count", "[st
   FailureModel model;
   const double per_s = job_failure_rate_per_s(model, 16384, 2048);
   CHECK(per_s * 54 * 24 * 3600 == Approx(419.0));
+}
+
+TEST_CASE("the closed-form goodput is the expectation the replay converges to", "[storage]") {
+  GoodputInputs in;
+  in.work_s = 200 * 3600.0;
+  in.interval_s = 3600.0;
+  in.stall_s = 120.0;
+  in.durable_s = 120.0;
+  in.restart_s = 600.0;
+  in.restore_s = 300.0;
+  in.failures_per_s = 1.0 / (10 * 3600.0);
+  const auto closed = expected_goodput(in);
+  const double recovery = in.restart_s + in.restore_s;
+  CHECK(closed.wall_s == Approx(199 * daly_segment_s(in.interval_s + in.stall_s, recovery, in.failures_per_s) +
+                                daly_segment_s(in.interval_s, recovery, in.failures_per_s)));
+  // Conservation: wall time is work + stalls + lost work + recovery.
+  CHECK(closed.wall_s == Approx(in.work_s + closed.checkpoint_stall_s + closed.lost_work_s + closed.recovery_s));
+  CHECK(closed.interruptions == Approx(in.failures_per_s * closed.wall_s));
+  in.trials = 4000;
+  in.seed = 9;
+  const auto replay = simulate_goodput(in);
+  CHECK(std::string(replay.method) == "monte_carlo");
+  CHECK(replay.wall_s == Approx(closed.wall_s).epsilon(0.01));
+  CHECK(replay.lost_work_s == Approx(closed.lost_work_s).epsilon(0.05));
+  CHECK(replay.recovery_s == Approx(closed.recovery_s).epsilon(0.05));
+}
+
+TEST_CASE("a run with millions of failures per checkpoint interval is answered, not replayed", "[storage]") {
+  // The issue's case: checkpoints 100,000 steps apart on 16,384 GPUs (job MTBF ~2.6 h): a replay would
+  // draw e^(interval/MTBF) failures and never finish.
+  GoodputInputs in;
+  in.work_s = 30 * 24 * 3600.0;
+  in.interval_s = 40 * 3600.0;
+  in.stall_s = 30.0;
+  in.durable_s = 60.0;
+  in.restart_s = 510.0;
+  in.restore_s = 60.0;
+  in.failures_per_s = 1.0 / (2.6 * 3600.0);
+  const auto r = simulate_goodput(in);
+  CHECK(std::string(r.method) == "closed_form");
+  CHECK(r.interruptions > kMaxReplayFailuresPerTrial);
+  CHECK(r.goodput > 0.0);
+  CHECK(r.goodput < 1e-3);
+  // More frequent checkpoints can only help here.
+  GoodputInputs frequent = in;
+  frequent.interval_s = 3600.0;
+  CHECK(simulate_goodput(frequent).goodput > r.goodput);
+}
+
+TEST_CASE("a run that would never end is refused with the reason", "[storage]") {
+  GoodputInputs in;
+  in.work_s = 30 * 24 * 3600.0;
+  in.interval_s = 3600.0;
+  in.stall_s = 30.0;
+  in.durable_s = 30.0;
+  in.restart_s = 1000 * 3600.0;  // failures.relaunch = 1000h
+  in.restore_s = 60.0;
+  in.failures_per_s = 1.0 / 3600.0;
+  CHECK_THROWS_AS(simulate_goodput(in), fmsim::InputError);
+  in.restart_s = 600.0;
+  in.failures_per_s = 0.01 * 16384 / 3600.0;  // gpu_failures_per_gpu_hour = 0.01 on 16,384 GPUs
+  CHECK_THROWS_AS(simulate_goodput(in), fmsim::InputError);
 }

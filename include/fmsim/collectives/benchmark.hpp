@@ -30,6 +30,7 @@ struct BenchmarkRow {
   double busbw_GBps = 0;
   Algorithm algorithm = Algorithm::ring;
   Protocol protocol = Protocol::simple;
+  bool simulated = false;  ///< full fidelity: timed message by message (false: the fast-mode time)
 };
 
 struct BenchmarkResult {

@@ -14,11 +14,14 @@ struct Candidate {
   Protocol protocol = Protocol::simple;
 };
 
-/// Algorithms and protocols that can run `op` on `layout`, optionally forced; `full_only` keeps those
-/// with a message-by-message program (Simple protocol). Throws InputError when none (or the forced one)
-/// can run it.
+/// Algorithms and protocols that can run `op` on `layout`, optionally forced. Throws InputError when
+/// none (or the forced one) can run it.
 std::vector<Candidate> candidates(const CommLayout& layout, Op op, std::optional<Algorithm> algorithm,
-                                  std::optional<Protocol> protocol, bool full_only);
+                                  std::optional<Protocol> protocol);
+
+/// Payload bytes per wire byte of a protocol (LL sends a flag with every 4 bytes of data, LL128 with
+/// every 120 of 128); a message-by-message simulation sends bytes / this factor.
+double protocol_bandwidth_factor(Protocol protocol);
 
 struct Estimate {
   double time_s = 0;      ///< latency + bandwidth time + pipeline fill

@@ -29,6 +29,16 @@ NodePlatform build_node_platform(const CommLayout& layout, const std::vector<Net
 std::vector<engine::SimFlow> pattern_flows(const NodePlatform& platform, const CommLayout& layout,
                                            NetPattern pattern, double bytes_per_island);
 
+/// Above this many flows a node-level traffic shape is timed by its bottleneck instead of by SimGrid:
+/// the engine re-solves the max-min sharing at every flow completion, so its cost grows with the square
+/// of the flows (all-pairs between 512 leaf groups: 262,144 flows, minutes), while for the uniform
+/// traffic these shapes carry every flow through the busiest link finishes when it drains.
+inline constexpr std::size_t kMaxSimulatedShapeFlows = 16384;
+
+/// Time for `flows` started together to drain: the most loaded link's bytes over its bandwidth. Equals
+/// the max-min simulation when the traffic is uniform over the bottleneck (unit-tested against it).
+double bottleneck_time_s(const engine::SimPlatform& platform, const std::vector<engine::SimFlow>& flows);
+
 /// GPU-level platform (host = rank) with routes for every pair the programs use.
 engine::SimPlatform build_gpu_platform(const CommLayout& layout, const std::vector<engine::SimProgram>& programs);
 

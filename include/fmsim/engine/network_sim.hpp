@@ -43,6 +43,7 @@ struct SimStep {
     double bytes = 0;
   };
   std::vector<Op> ops;
+  int repeat = 1;  ///< the step runs this many times in a row (a ring's 2(p-1) identical steps are one)
 };
 
 /// A message-passing program: each rank, on its host, runs its steps in order. A send to rank r matches

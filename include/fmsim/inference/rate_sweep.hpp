@@ -17,6 +17,7 @@ struct RateSweep {
   std::vector<SweepPoint> points;        ///< in the order tried
   std::optional<double> max_rate_per_s;  ///< empty when even the lowest rate tried misses the SLOs
   double resolution = 0;                 ///< relative width of the final bracket
+  double slo_percentile = 99;            ///< the percentile the SLOs are judged at
 };
 
 /// Brackets the rate by doubling or halving from the scenario's rate, then bisects to `resolution`

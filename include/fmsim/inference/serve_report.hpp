@@ -24,7 +24,13 @@ double percentile_value(const Percentiles& p, double percentile);
 struct ServeSummary {
   int requests = 0, completed = 0;
   double duration_s = 0;                ///< first arrival to last completion
+  /// Achieved: completions over duration_s. It includes the drain after the last arrival, so it is below
+  /// the offered rate even when the deployment keeps up (by about offered x drain_s / duration_s).
   double requests_per_s = 0;
+  /// Arrivals per second over the arrival span ((requests - 1) / (last - first arrival)); empty when
+  /// every request arrives at once (offline).
+  std::optional<double> offered_requests_per_s;
+  double drain_s = 0;                   ///< last arrival to last completion
   double input_tokens_per_s = 0, output_tokens_per_s = 0;
   double output_tokens_per_s_per_gpu = 0;
   Percentiles ttft_s, tpot_s, e2e_s, queue_s, kv_transfer_s;

@@ -46,6 +46,9 @@ struct GoodputInputs {
 
 struct GoodputResult {
   double goodput = 0;               ///< work_s / wall time (mean over trials of the wall time)
+  /// "monte_carlo" (seeded replay) or "closed_form" (the expectation of the same renewal process, used
+  /// where a replay would draw more than kMaxReplayFailuresPerTrial failures per trial).
+  const char* method = "monte_carlo";
   double wall_s = 0;                ///< mean
   double interruptions = 0;         ///< mean failures during the run
   double lost_work_s = 0;           ///< mean compute redone after failures
@@ -53,7 +56,22 @@ struct GoodputResult {
   double recovery_s = 0;            ///< mean time in detection, relaunch and restore
 };
 
+/// Above this many expected failures per replayed run the Monte Carlo would take minutes to hours (the
+/// count grows as e^(rate x (interval + stall)) per checkpoint interval), so the closed form is used.
+inline constexpr double kMaxReplayFailuresPerTrial = 2e4;
+
+/// Refused (InputError) when the expected time to train is not finite or exceeds this: the run never ends.
+inline constexpr double kMaxTimeToTrain_s = 1e6 * 365.25 * 24 * 3600;
+
 GoodputResult simulate_goodput(const GoodputInputs& in);
+
+/// The expectation of the run simulate_goodput replays, for exponential failures (restart-from-checkpoint
+/// renewal argument; e.g. Daly 2006, eq. 8, with failures also during recovery): each of the work/interval
+/// segments of S = interval + stall seconds needs e^(rate S) - 1 failed attempts of mean length
+/// (e^(rate S) - 1)/rate - S in total, and each failure a recovery of R = restart + restore that itself
+/// restarts on a failure: (e^(rate R) - 1)/rate seconds and e^(rate R) failures per failed attempt.
+/// The last segment has no checkpoint. Approximation: a checkpoint counts as durable when its stall ends.
+GoodputResult expected_goodput(const GoodputInputs& in);
 
 /// Daly's first-order optimum compute time between checkpoints: sqrt(2 delta M) - delta for delta < 2M,
 /// else M (Daly 2006, "A higher order estimate of the optimum checkpoint interval").

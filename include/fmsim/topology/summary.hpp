@@ -30,7 +30,11 @@ struct TopologySummary {
   double bf16_dense_flops = 0;             ///< aggregate
   double host_memory_bytes = 0;
   double nvme_bytes = 0, nvme_read_Bps = 0, nvme_write_Bps = 0;  ///< aggregate over nodes
+  /// FSx for Lustre: the sustained throughput is the least of the OSTs' disk throughput, the file servers'
+  /// network throughput (a burst figure above the disk one) and the clients' limit (nodes x per-client).
   std::optional<double> fsx_throughput_Bps, fsx_capacity_bytes;
+  double fsx_disk_Bps = 0, fsx_network_Bps = 0, fsx_clients_Bps = 0;
+  std::string fsx_bound;  ///< "disk", "network" or "clients"
   std::optional<double> s3_throughput_Bps, s3_put_rate_per_s, s3_get_rate_per_s;
   std::optional<double> usd_per_hour;
   std::size_t graph_vertices = 0, graph_edges = 0;

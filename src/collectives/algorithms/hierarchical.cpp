@@ -13,12 +13,12 @@ void ring_phase(engine::SimProgram& program, const std::vector<int>& members, in
   if (n < 2) return;
   for (int k = 0; k < n; ++k) {
     int rank = members[k], next = members[(k + 1) % n], previous = members[(k + n - 1) % n];
-    for (int s = 0; s < steps; ++s) {
-      engine::SimStep step;
-      step.ops.push_back({true, next, chunk});
-      step.ops.push_back({false, previous, chunk});
-      program.steps[rank].push_back(step);
-    }
+    if (steps < 1) continue;
+    engine::SimStep step;
+    step.ops.push_back({true, next, chunk});
+    step.ops.push_back({false, previous, chunk});
+    step.repeat = steps;
+    program.steps[rank].push_back(step);
   }
 }
 

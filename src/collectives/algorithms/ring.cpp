@@ -100,15 +100,15 @@ class Ring final : public AlgorithmModel {
     };
     engine::SimProgram program;
     program.rank_host.resize(p);
-    program.steps.assign(p, std::vector<engine::SimStep>(steps));
+    program.steps.assign(p, std::vector<engine::SimStep>(1));
     for (int rank = 0; rank < p; ++rank) {
       program.rank_host[rank] = rank;
-      std::vector<engine::SimStep::Op> step_ops;  // the same every step
+      engine::SimStep& step = program.steps[rank][0];  // the same every step: stored once, repeated
       for (int c = 0; c < channels; ++c) {
-        step_ops.push_back({true, successor[c][rank], size_to(rank, successor[c][rank])});
-        step_ops.push_back({false, predecessor[c][rank], size_to(rank, predecessor[c][rank])});
+        step.ops.push_back({true, successor[c][rank], size_to(rank, successor[c][rank])});
+        step.ops.push_back({false, predecessor[c][rank], size_to(rank, predecessor[c][rank])});
       }
-      for (int s = 0; s < steps; ++s) program.steps[rank][s].ops = step_ops;
+      step.repeat = steps;
     }
     return program;
   }
