@@ -199,7 +199,7 @@ Trace trace_from_json(const json& doc, const std::string& file) {
     n.type = parse_name(kNodeTypes, r.at(j, "type", where), file + ": " + where + "/type");
     n.category = j.contains("category") ? parse_name(kCategories, j["category"], file + ": " + where + "/category") : Category::compute;
     if (j.contains("name")) n.name = r.string(j["name"], where + "/name");
-    if (j.contains("stream")) n.stream = r.string(j["stream"], where + "/stream");
+    n.stream = j.contains("stream") ? r.string(j["stream"], where + "/stream") : "";  // none: no stream order (receives)
     if (j.contains("data_deps")) {
       n.deps = r.integers(j["data_deps"], where + "/data_deps", 0, node_count - 1, "the id of a node of this trace", true);
       for (int d : n.deps) {
