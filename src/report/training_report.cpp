@@ -125,8 +125,9 @@ std::string run_summary(const TrainingRun& run) {
   out << "  model TFLOP/s  " << fmt("%10.1f", m.model_tflops_per_gpu) << " per GPU\n";
   out << "  MFU            " << fmt("%9.1f %%", 100 * m.mfu) << " of BF16 peak"
       << (s.training.precision == workload::Precision::fp8 ? fmt(" (%.1f %% of FP8 peak)", 100 * m.mfu_precision_peak) : "") << "\n";
-  out << "  breakdown (critical rank " << step.critical_rank << ", pipeline stage " << critical_pipeline_rank(run)
-      << ": the busiest, whose time bounds the step; exposed time):\n";
+  out << "  breakdown (critical rank " << step.critical_rank;
+  if (p.pp > 1) out << ", pipeline stage " << critical_pipeline_rank(run) << ": the busiest, whose time bounds the step";
+  out << "; exposed time):\n";
   for (const auto& key : breakdown_keys()) {
     auto it = step.breakdown_s.find(key);
     const double value = it == step.breakdown_s.end() ? 0.0 : it->second;
