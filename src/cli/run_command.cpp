@@ -50,9 +50,12 @@ workload::Scenario load(const RunOptions& o, const hardware::Catalog& catalog, c
   return s;
 }
 
+/// The least fraction of the model's FLOPs a trace's compute nodes may execute.
+constexpr double kMinExecutedFraction = 0.9;
+
 /// A trace read from a file carries the tokens and model FLOPs per step of the scenario it was written
-/// for (they set tokens/s and MFU): they must be the ones its scenario gives; a symmetric one must
-/// stand for every pipeline stage.
+/// for (they set tokens/s and MFU): they must be the ones its scenario gives, its compute nodes must
+/// do that work, and a symmetric one must stand for every pipeline stage.
 void check_totals(const workload::Trace& trace, const workload::Scenario& s, const std::string& file) {
   const workload::StepTotals totals = workload::step_totals(s);
   auto check = [&](const char* key, double given, double expected) {
@@ -65,6 +68,27 @@ void check_totals(const workload::Trace& trace, const workload::Scenario& s, con
   };
   check("tokens_per_step", trace.tokens_per_step, totals.tokens);
   check("model_flops_per_step", trace.model_flops_per_step, totals.model_flops);
+  // The compute nodes must execute at least the model's FLOPs (recomputation adds to them; fmsim's own
+  // traces execute 1.0 to 1.8 times as much). Nodes with a given duration and no FLOPs hide their work:
+  // then only the MFU check after the replay applies.
+  double executed = 0;
+  bool opaque = false;
+  for (const auto& n : trace.nodes) {
+    if (n.type != workload::NodeType::comp) continue;
+    const double flops = n.kernel == workload::Kernel::gemm && n.m > 0 ? 2.0 * n.m * n.n * n.k * n.repeat : n.flops;
+    opaque = opaque || (n.duration_s >= 0 && flops <= 0);
+    executed += flops;
+  }
+  // A symmetric trace's ranks each stand for as many GPUs; a full one's are the GPUs (idle if not listed).
+  const double executed_per_gpu = trace.symmetric ? executed / std::max<std::size_t>(1, trace.ranks.size()) : executed / trace.world;
+  const double model_per_gpu = totals.model_flops / trace.world;
+  if (!opaque && executed_per_gpu < kMinExecutedFraction * model_per_gpu) {
+    char text[320];
+    std::snprintf(text, sizeof text, ": the compute nodes execute %.4g FLOPs per GPU per step, but %s needs %.4g (Megatron accounting; "
+                  "%.0f %%): nodes are missing, or the trace is of another model", executed_per_gpu, s.model.name.c_str(), model_per_gpu,
+                  100 * executed_per_gpu / model_per_gpu);
+    throw InputError(file + text);
+  }
   // A symmetric trace stands for every rank by one per pipeline stage: a stage without one would be
   // work left out of the step.
   if (!trace.symmetric) return;
@@ -119,7 +143,6 @@ int run_training(const GlobalOptions& globals, const RunOptions& o) {
       throw InputError(trace_file->path + ": /world_size = " + std::to_string(trace.world) + " but the scenario has " +
                        std::to_string(s.parallelism.world()) + " ranks");
     }
-    check_totals(trace, s, trace_file->path);
   } else {
     trace = workload::build_trace(s, rank_gpu, s.fidelity == workload::Fidelity::full);
   }
@@ -134,6 +157,8 @@ int run_training(const GlobalOptions& globals, const RunOptions& o) {
       const std::string what = error.what();
       throw InputError(trace_file->path + ": " + (what.rfind("trace: ", 0) == 0 ? what.substr(7) : what));
     }
+    // After the replay's own checks (deadlocks, impossible kernels), which name the nodes at fault.
+    check_totals(trace, s, trace_file->path);
     check_mfu(run, trace_file->path);
   } else {
     run.step = training::simulate_step(trace, cluster);

@@ -162,6 +162,11 @@ def impossible_work_is_refused_rather_than_reported():
               ["/nodes/0/num_ops", "2 x m x n x k"])
     bad_trace("other-totals", trace_doc([comp(0, 0)], tokens_per_step=TOKENS * 2), ["/tokens_per_step", "another scenario"])
     bad_trace("other-flops", trace_doc([comp(0, 0)], model_flops_per_step=FLOPS * 3), ["/model_flops_per_step", "another scenario"])
+    # Each GPU runs GEMMs of about 3/4 of its share of the model's FLOPs: work is missing (a plausible MFU
+    # would hide it).
+    repeat = int(0.8 * FLOPS / 8 / (2 * 8192 ** 3))
+    nodes = [comp(r, r, duration_s=None, kernel="gemm", gemm_mnk=[8192, 8192, 8192], repeat=repeat) for r in range(8)]
+    bad_trace("missing-work", trace_doc(nodes, ranks=range(8)), ["FLOPs per GPU per step", "llama3-8b needs", "nodes are missing"])
     # A symmetric trace stands for each pipeline stage by one rank: with PP2, stage 1 (ranks 4-7) is missing.
     path = write(TMP, "missing-stage.json", json.dumps(trace_doc([comp(0, 0)], symmetric=True)))
     expect_bad_input(["run", SCENARIO, "--set", "parallelism.pipeline_model_parallel_size=2", "--trace", path, "--json", OUT],
