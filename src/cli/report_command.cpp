@@ -2,9 +2,9 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "progress.hpp"
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
-#include "progress.hpp"
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
 #include "fmsim/report/html_report.hpp"
