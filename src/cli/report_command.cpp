@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "progress.hpp"
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/common/error.hpp"
@@ -26,11 +27,14 @@ int run_report(const ReportOptions& o) {
   // Render everything before writing anything, so a bad result leaves no partial outputs.
   const std::string html = o.html_file.empty() ? "" : report::html_report(result.root, o.result_file);
   const std::string metrics = o.prometheus_file.empty() ? "" : report::prometheus_text(result.root, o.result_file);
-  if (!html.empty()) {
-    write_output(o.html_file, html);
-    spdlog::info("wrote {} ({} bytes)", o.html_file, html.size());
-  }
+  if (!html.empty()) write_output(o.html_file, html);
   if (!metrics.empty()) write_output(o.prometheus_file, metrics);
+  // Said once everything is written (a failure above leaves no note of a half-done report).
+  auto where = [](const std::string& file) { return file == "-" ? std::string("stdout") : file; };
+  if (!html.empty()) progress()->info("wrote the HTML report of {} ({} bytes) to {}", o.result_file, html.size(), where(o.html_file));
+  if (!metrics.empty()) {
+    progress()->info("wrote the Prometheus metrics of {} ({} bytes) to {}", o.result_file, metrics.size(), where(o.prometheus_file));
+  }
   return 0;
 }
 

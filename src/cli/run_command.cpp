@@ -3,11 +3,14 @@
 // fmsim trace SCENARIO.json --out FILE [--set ...] [--fidelity fast|full]
 // Simulates one training step (or writes its op graph).
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <memory>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "progress.hpp"
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/common/error.hpp"
@@ -47,6 +50,75 @@ workload::Scenario load(const RunOptions& o, const hardware::Catalog& catalog, c
   return s;
 }
 
+/// The least fraction of the model's FLOPs a trace's compute nodes may execute.
+constexpr double kMinExecutedFraction = 0.9;
+
+/// A trace read from a file carries the tokens and model FLOPs per step of the scenario it was written
+/// for (they set tokens/s and MFU): they must be the ones its scenario gives, its compute nodes must
+/// do that work, and a symmetric one must stand for every pipeline stage.
+void check_totals(const workload::Trace& trace, const workload::Scenario& s, const std::string& file) {
+  const workload::StepTotals totals = workload::step_totals(s);
+  auto check = [&](const char* key, double given, double expected) {
+    if (std::abs(given - expected) <= 1e-9 * expected) return;
+    char text[320];
+    std::snprintf(text, sizeof text, ": /%s = %.6g but its scenario (%s, global batch %d, sequence %d) gives %.6g; the trace was written "
+                  "for another scenario (give that one, or rewrite the trace with fmsim trace)", key, given, s.model.name.c_str(),
+                  s.parallelism.global_batch, s.training.seq, expected);
+    throw InputError(file + text);
+  };
+  check("tokens_per_step", trace.tokens_per_step, totals.tokens);
+  check("model_flops_per_step", trace.model_flops_per_step, totals.model_flops);
+  // The compute nodes must execute at least the model's FLOPs (recomputation adds to them; fmsim's own
+  // traces execute 1.0 to 1.8 times as much). Nodes with a given duration and no FLOPs hide their work:
+  // then only the MFU check after the replay applies.
+  double executed = 0;
+  bool opaque = false;
+  for (const auto& n : trace.nodes) {
+    if (n.type != workload::NodeType::comp) continue;
+    const double flops = n.kernel == workload::Kernel::gemm && n.m > 0 ? 2.0 * n.m * n.n * n.k * n.repeat : n.flops;
+    opaque = opaque || (n.duration_s >= 0 && flops <= 0);
+    executed += flops;
+  }
+  // A symmetric trace's ranks each stand for as many GPUs; a full one's are the GPUs (idle if not listed).
+  const double executed_per_gpu = trace.symmetric ? executed / std::max<std::size_t>(1, trace.ranks.size()) : executed / trace.world;
+  const double model_per_gpu = totals.model_flops / trace.world;
+  if (!opaque && executed_per_gpu < kMinExecutedFraction * model_per_gpu) {
+    char text[320];
+    std::snprintf(text, sizeof text, ": the compute nodes execute %.4g FLOPs per GPU per step, but %s needs %.4g (Megatron accounting; "
+                  "%.0f %%): nodes are missing, or the trace is of another model", executed_per_gpu, s.model.name.c_str(), model_per_gpu,
+                  100 * executed_per_gpu / model_per_gpu);
+    throw InputError(file + text);
+  }
+  // A symmetric trace stands for every rank by one per pipeline stage: a stage without one would be
+  // work left out of the step.
+  if (!trace.symmetric) return;
+  std::vector<bool> stage_listed(s.parallelism.pp, false);
+  for (int rank : trace.ranks) stage_listed[workload::coords_of(s.parallelism, rank).pp] = true;
+  for (int stage = 0; stage < s.parallelism.pp; ++stage) {
+    if (!stage_listed[stage]) {
+      throw InputError(file + ": /ranks: the trace is symmetric (one rank stands for each pipeline stage) but lists no rank of "
+                       "pipeline stage " + std::to_string(stage) + " of " + std::to_string(s.parallelism.pp));
+    }
+  }
+}
+
+/// The last guard against a trace whose ops do less work than its model needs (nodes left out, given
+/// durations too short): a step faster than the model's FLOPs at the GPU's dense peak is impossible.
+void check_mfu(const report::TrainingRun& run, const std::string& file) {
+  const report::TrainingMetrics m = report::metrics_of(run);
+  if (m.mfu_precision_peak <= 1.0) return;
+  const auto& s = *run.scenario;
+  const bool fp8 = s.training.precision == workload::Precision::fp8 && s.cluster.gpu.fp8_dense_flops > 0;
+  const double peak = fp8 ? s.cluster.gpu.fp8_dense_flops : s.cluster.gpu.bf16_dense_flops;
+  char text[400];
+  std::snprintf(text, sizeof text, ": the replayed step takes %.4g s, but %s's %.4g model FLOPs per step need at least %.4g s on %d x %s "
+                "at the dense %s peak (MFU %.0f %%): the trace's ops do less work than its model (nodes missing, or durations too short)",
+                run.step.step_time_s, s.model.name.c_str(), run.trace->model_flops_per_step,
+                run.trace->model_flops_per_step / run.trace->world / peak, run.trace->world, s.cluster.gpu.name.c_str(),
+                fp8 ? "FP8" : "BF16", 100 * m.mfu_precision_peak);
+  throw InputError(file + text);
+}
+
 int run_training(const GlobalOptions& globals, const RunOptions& o) {
   const auto started = std::chrono::steady_clock::now();
   auto catalog = load_catalog(globals);
@@ -78,7 +150,19 @@ int run_training(const GlobalOptions& globals, const RunOptions& o) {
   run.cluster = &cluster;
   run.fidelity = trace.symmetric ? "fast" : "full";
   spdlog::info("{}: {} trace nodes on {} simulated ranks", s.name, trace.nodes.size(), trace.ranks.size());
-  run.step = training::simulate_step(trace, cluster);
+  if (trace_file) {
+    try {
+      run.step = training::simulate_step(trace, cluster);
+    } catch (const InputError& error) {  // name the file: "trace: ..." -> "FILE: ..."
+      const std::string what = error.what();
+      throw InputError(trace_file->path + ": " + (what.rfind("trace: ", 0) == 0 ? what.substr(7) : what));
+    }
+    // After the replay's own checks (deadlocks, impossible kernels), which name the nodes at fault.
+    check_totals(trace, s, trace_file->path);
+    check_mfu(run, trace_file->path);
+  } else {
+    run.step = training::simulate_step(trace, cluster);
+  }
   if (s.resolved.contains("checkpoint")) {
     const auto plan = storage::read_checkpoint_plan(s);
     const auto contents = storage::checkpoint_contents(s, run.memory, plan, rank_gpu);
@@ -108,7 +192,8 @@ int write_trace(const GlobalOptions& globals, const RunOptions& o) {
   auto rank_gpu = topology::place_ranks(cluster, s.parallelism.world(), s.placement, s.seed);
   workload::Trace trace = workload::build_trace(s, rank_gpu, s.fidelity == workload::Fidelity::full);
   write_output(o.out_file, workload::trace_to_json(trace).dump() + "\n");
-  spdlog::info("wrote {} nodes of {} ranks to {}", trace.nodes.size(), trace.ranks.size(), o.out_file);
+  progress()->info("wrote the trace of {} ({} nodes on {} ranks, {} fidelity) to {}", s.name, trace.nodes.size(), trace.ranks.size(),
+                   trace.symmetric ? "fast" : "full", o.out_file == "-" ? "stdout" : o.out_file);
   return 0;
 }
 

@@ -89,8 +89,11 @@ std::string breakdown_chart(const ResultReader& r) {
   const double step = r.number("/step_time_s");
   const std::string chart = svg::stacked_rows("breakdown-chart", {{"step", parts}}, 1, "seconds");
   return detail::section("breakdown", "Step time breakdown",
-                         "Exposed time of rank " + std::to_string(static_cast<int>(r.number_or("/breakdown_rank", 0))) +
-                             " (communication hidden under compute is not counted); step " + detail::duration_text(step) + ".",
+                         "Exposed time of the critical rank " + std::to_string(static_cast<int>(r.number_or("/breakdown_rank", 0))) +
+                             (r.has("/breakdown_pipeline_rank")
+                                  ? " (pipeline stage " + std::to_string(static_cast<int>(r.number("/breakdown_pipeline_rank"))) + ", the busiest)"
+                                  : std::string()) +
+                             "; communication hidden under compute is not counted; step " + detail::duration_text(step) + ".",
                          chart + svg::legend(parts, 1, "s", true));
 }
 

@@ -3,6 +3,7 @@
 
 #include "fmsim/report/gpu_usage.hpp"
 #include "fmsim/report/pipeline_timeline.hpp"
+#include "fmsim/report/stage_breakdown.hpp"
 
 #include <cstdio>
 #include <map>
@@ -68,6 +69,8 @@ json run_to_json(const TrainingRun& run) {
       {"memory", memory},
       {"breakdown_s", step.breakdown_s},
       {"breakdown_rank", step.critical_rank},
+      {"breakdown_pipeline_rank", critical_pipeline_rank(run)},
+      {"breakdown_by_pipeline_rank", stage_breakdown_json(run)},
       {"busiest_link", {{"name", step.busiest_link.name}, {"bytes", step.busiest_link.bytes}, {"utilization", step.busiest_link.utilization}}},
       {"usd_per_step", m.priced ? json(m.usd_per_step) : json(nullptr)},
       {"usd_per_million_tokens", m.priced ? json(m.usd_per_million_tokens) : json(nullptr)},
@@ -122,15 +125,18 @@ std::string run_summary(const TrainingRun& run) {
   out << "  model TFLOP/s  " << fmt("%10.1f", m.model_tflops_per_gpu) << " per GPU\n";
   out << "  MFU            " << fmt("%9.1f %%", 100 * m.mfu) << " of BF16 peak"
       << (s.training.precision == workload::Precision::fp8 ? fmt(" (%.1f %% of FP8 peak)", 100 * m.mfu_precision_peak) : "") << "\n";
-  out << "  breakdown (rank " << step.critical_rank << ", exposed time):\n";
-  for (const char* key : {"compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm", "optimizer", "bubble"}) {
+  out << "  breakdown (critical rank " << step.critical_rank;
+  if (p.pp > 1) out << ", pipeline stage " << critical_pipeline_rank(run) << ": the busiest, whose time bounds the step";
+  out << "; exposed time):\n";
+  for (const auto& key : breakdown_keys()) {
     auto it = step.breakdown_s.find(key);
     const double value = it == step.breakdown_s.end() ? 0.0 : it->second;
-    if (value <= 0 && std::string(key) != "compute") continue;
+    if (value <= 0 && key != "compute") continue;
     char line[96];
-    std::snprintf(line, sizeof line, "    %-10s %10.3f s  %5.1f %%\n", key, value, 100 * value / step.step_time_s);
+    std::snprintf(line, sizeof line, "    %-10s %10.3f s  %5.1f %%\n", key.c_str(), value, 100 * value / step.step_time_s);
     out << line;
   }
+  out << stage_breakdown_table(run);
   const auto& mem = run.memory.peak;
   char line[256];
   std::snprintf(line, sizeof line, "  memory/GPU     %10.1f GB of %.1f GB%s (weights %.1f, grads %.1f, optimizer %.1f, activations %.1f, reserved %.1f; pipeline rank %d)\n",

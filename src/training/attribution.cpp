@@ -22,15 +22,16 @@ int class_index(Category category) {
   return 0;
 }
 
-std::map<std::string, double> breakdown_of(const workload::Trace& trace, const StepResult& r, int rank, double end_s) {
+std::map<std::string, double> breakdown_of(const workload::Trace& trace, const StepResult& r, const std::vector<int>& node_ids,
+                                           double end_s) {
   struct Event {
     double time;
     int cls;
     int delta;
   };
   std::vector<Event> events;
-  for (const auto& node : trace.nodes) {
-    if (node.rank != rank) continue;
+  for (int id : node_ids) {
+    const auto& node = trace.nodes[id];
     const double start = r.node_start_s[node.id], end = r.node_end_s[node.id];
     if (!(end > start)) continue;
     const int cls = class_index(node.category);
@@ -65,21 +66,28 @@ std::map<std::string, double> breakdown_of(const workload::Trace& trace, const S
 }  // namespace
 
 void attribute_time(const workload::Trace& trace, StepResult& result) {
-  // The rank that finishes last carries the critical path's end; among ties the one computing most.
-  std::map<int, double> rank_end, rank_compute;
+  std::map<int, std::vector<int>> nodes_of_rank;
+  std::map<int, double> rank_end;
   for (const auto& node : trace.nodes) {
+    nodes_of_rank[node.rank].push_back(node.id);
     rank_end[node.rank] = std::max(rank_end[node.rank], result.node_end_s[node.id]);
-    if (node.type == workload::NodeType::comp) {
-      rank_compute[node.rank] += result.node_end_s[node.id] - result.node_start_s[node.id];
-    }
   }
+  result.rank_breakdown_s.clear();
+  for (int rank : trace.ranks) result.rank_breakdown_s[rank] = breakdown_of(trace, result, nodes_of_rank[rank], result.step_time_s);
+  // The critical rank is the busiest one (least idle): every rank's time line spans the step, and in a
+  // pipeline the stage with the least bubble is the one the others wait for, so its compute and exposed
+  // communication bound the step. The rank that finishes last is usually the first stage, which in an
+  // uneven split (embedding, dense layers) can be the least busy. Ties: the one finishing last, then the
+  // lowest rank.
+  auto busy = [&](int rank) { return result.step_time_s - result.rank_breakdown_s[rank]["bubble"]; };
   int best = trace.ranks.empty() ? 0 : trace.ranks.front();
   for (int rank : trace.ranks) {
-    const double end = rank_end[rank], best_end = rank_end[best];
-    if (end > best_end * (1 + 1e-9) || (end >= best_end * (1 - 1e-9) && rank_compute[rank] > rank_compute[best])) best = rank;
+    const double b = busy(rank), best_b = busy(best);
+    const double tolerance = 1e-9 * result.step_time_s;
+    if (b > best_b + tolerance || (b >= best_b - tolerance && rank_end[rank] > rank_end[best] + tolerance)) best = rank;
   }
   result.critical_rank = best;
-  result.breakdown_s = breakdown_of(trace, result, best, result.step_time_s);
+  result.breakdown_s = trace.ranks.empty() ? breakdown_of(trace, result, {}, result.step_time_s) : result.rank_breakdown_s[best];
 }
 
 }  // namespace fmsim::training

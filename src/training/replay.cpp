@@ -1,6 +1,7 @@
 // Lowering a trace to an engine task graph and running it (see step_simulation.hpp).
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <set>
@@ -66,6 +67,7 @@ class Lowering {
       }
     }
     for (std::size_t i = 0; i < deps.size(); ++i) graph_.tasks[i].deps.assign(deps[i].begin(), deps[i].end());
+    check_no_deadlock();
     for (const auto& [key, sides] : open_p2p_) {
       if (!sides[0].empty() || !sides[1].empty()) {
         throw InputError("trace: a " + std::string(sides[0].empty() ? "receive" : "send") + " between ranks " +
@@ -85,9 +87,52 @@ class Lowering {
     return static_cast<int>(graph_.tasks.size()) - 1;
   }
 
+  /// A cycle through joined sends/receives or collectives (e.g. two ranks that each send before they
+  /// receive on one stream) would never start; the merging of pure delays assumes none.
+  void check_no_deadlock() const {
+    std::vector<std::vector<int>> preds(graph_.tasks.size());
+    for (std::size_t i = 0; i < preds.size(); ++i) preds[i] = graph_.tasks[i].deps;
+    const auto cycle = workload::find_cycle(preds);
+    if (cycle.empty()) return;
+    // A task joins the nodes of one transfer or collective: name two of them ("node 3 (...) = node 8 (...)").
+    std::vector<std::vector<int>> nodes_of_task(graph_.tasks.size());
+    for (std::size_t id = 0; id < trace_.nodes.size(); ++id) {
+      auto& nodes = nodes_of_task[node_task_[id]];
+      if (nodes.size() < 3) nodes.push_back(static_cast<int>(id));
+    }
+    auto name = [&](int task) {
+      const auto& nodes = nodes_of_task[task];
+      std::string text = workload::describe_node(trace_.nodes[nodes[0]]);
+      if (nodes.size() > 1) text += " = " + workload::describe_node(trace_.nodes[nodes[1]]);
+      return nodes.size() > 2 ? text + " = ..." : text;
+    };
+    throw InputError("trace: the ops wait on each other and none can start (a deadlock: sends and receives, or collectives, in "
+                     "a different order on two ranks, or a dependency cycle): " + workload::describe_cycle(cycle, name));
+  }
+
+  /// A compute node with a given duration may not claim more FLOPs than the GPU's dense peak allows in
+  /// that time (FP8 peak for an FP8 GEMM, BF16 otherwise): a trace of impossibly fast kernels would
+  /// report an impossible MFU.
+  void check_given_duration(const TraceNode& node) const {
+    const auto& gpu = cluster_.spec.gpu;
+    const double flops = node.kernel == workload::Kernel::gemm && node.m > 0 ? 2.0 * node.m * node.n * node.k * node.repeat : node.flops;
+    const bool fp8 = node.fp8 && gpu.fp8_dense_flops > 0;
+    const double peak = fp8 ? gpu.fp8_dense_flops : gpu.bf16_dense_flops;
+    if (flops <= peak * node.duration_s) return;
+    char text[256];
+    if (node.duration_s <= 0) {
+      std::snprintf(text, sizeof text, "%.4g FLOPs in duration_s = 0", flops);
+    } else {
+      std::snprintf(text, sizeof text, "%.4g FLOPs in duration_s = %.4g s, %.4g TFLOP/s: above the %s's dense %s peak of %.4g TFLOP/s",
+                    flops, node.duration_s, flops / node.duration_s / 1e12, gpu.name.c_str(), fp8 ? "FP8" : "BF16", peak / 1e12);
+    }
+    throw InputError("trace: " + workload::describe_node(node) + " runs " + text);
+  }
+
   void place(const TraceNode& node) {
     switch (node.type) {
       case NodeType::comp: {
+        if (node.duration_s >= 0) check_given_duration(node);
         int task = new_task();
         graph_.tasks[task].delay_s = compute_node_s(node, cluster_.spec.gpu);
         node_task_[node.id] = task;

@@ -61,8 +61,9 @@ struct ReducedGraph {
 };
 ReducedGraph reduce_pure_delays(const engine::SimTaskGraph& graph);
 
-/// Splits the critical rank's time line into compute, exposed communication by kind, optimizer and
-/// pipeline bubble (idle), filling result.breakdown_s and result.critical_rank.
+/// Splits each simulated rank's time line into compute, exposed communication by kind, optimizer and
+/// pipeline bubble (idle), filling result.rank_breakdown_s, result.critical_rank (the busiest rank) and
+/// result.breakdown_s (its breakdown).
 void attribute_time(const workload::Trace& trace, StepResult& result);
 
 }  // namespace fmsim::training

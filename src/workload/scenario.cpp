@@ -105,6 +105,7 @@ Scenario scenario_from_json(json document, const std::string& origin, const std:
   config::ObjectReader root(document, origin);
   Scenario s;
   s.file = origin;
+  s.base_dir = base_dir;
   s.resolved = document;
   root.optional_string("schema");
   root.optional_string("description");

@@ -501,16 +501,39 @@ class RankBuilder {
 }  // namespace
 }  // namespace detail
 
+nlohmann::json self_contained_scenario(const Scenario& s) {
+  nlohmann::json doc = s.resolved;
+  if (doc.contains("cluster")) doc["cluster"] = expand_cluster(doc["cluster"], s.file, s.base_dir);
+  if (doc.contains("model")) {
+    nlohmann::json& model = doc["model"];
+    if (model.is_string() && is_model_path(model.get<std::string>())) model = nlohmann::json{{"base", model}};
+    if (model.is_object() && model.contains("base") && model["base"].is_string() && is_model_path(model["base"].get<std::string>())) {
+      std::filesystem::path path = model["base"].get<std::string>();
+      if (path.is_relative() && std::filesystem::exists(s.base_dir / path)) path = s.base_dir / path;
+      model["base"] = std::filesystem::absolute(path).lexically_normal().string();
+    }
+  }
+  return doc;
+}
+
+StepTotals step_totals(const Scenario& s) {
+  const auto& p = s.parallelism;
+  StepTotals totals;
+  totals.tokens = static_cast<double>(p.global_batch) * s.training.seq;
+  totals.model_flops = training_flops_per_token(s.model, s.training.seq, padded_vocab(s.model.vocab, p.tp)).total() * totals.tokens;
+  return totals;
+}
+
 Trace build_trace(const Scenario& s, const std::vector<int>& rank_gpu, bool all_ranks) {
   const auto& p = s.parallelism;
   Trace trace;
-  trace.scenario = s.resolved;
+  trace.scenario = self_contained_scenario(s);
   trace.world = p.world();
   trace.symmetric = !all_ranks;
   trace.rank_gpu = rank_gpu;
-  const double tokens = static_cast<double>(p.global_batch) * s.training.seq;
-  trace.tokens_per_step = tokens;
-  trace.model_flops_per_step = training_flops_per_token(s.model, s.training.seq, padded_vocab(s.model.vocab, p.tp)).total() * tokens;
+  const StepTotals totals = step_totals(s);
+  trace.tokens_per_step = totals.tokens;
+  trace.model_flops_per_step = totals.model_flops;
   const auto layers = stage_layers(s.model.layers, p.pp * p.vp, p.account_for_embedding, p.account_for_loss, p.layout, s.file);
   detail::TraceWriter writer(s, trace);
   for (int rank = 0; rank < trace.world; ++rank) {

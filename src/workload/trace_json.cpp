@@ -1,9 +1,13 @@
 // Chakra-style JSON for traces (docs/formats.md). Node types and collective names follow Chakra's
 // execution-trace vocabulary (COMP_NODE, COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE; ALL_REDUCE...).
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/config/object_reader.hpp"
 #include "fmsim/workload/trace.hpp"
 
 namespace fmsim::workload {
@@ -24,6 +28,76 @@ const std::map<Category, std::string> kCategories = {{Category::compute, "comput
 const std::map<Kernel, std::string> kKernels = {{Kernel::gemm, "gemm"}, {Kernel::attention_fwd, "attention_fwd"},
                                                 {Kernel::attention_bwd, "attention_bwd"}, {Kernel::memory, "memory"},
                                                 {Kernel::optimizer, "optimizer"}};
+
+constexpr long long kMaxInt = std::numeric_limits<int>::max();
+constexpr long long kMinInt = std::numeric_limits<int>::min();
+constexpr long long kMaxWorld = 1 << 24;      ///< ranks: far beyond any cluster the catalog describes
+constexpr long long kMaxRepeat = 1 << 20;
+constexpr long long kMaxSms = 1 << 16;
+constexpr double kMaxFlops = 1e24;            ///< per node or per step: days of a 100k-GPU cluster
+constexpr double kMaxTokens = 1e15;
+constexpr double kMaxBytes = 1e18;            ///< 1 EB per op
+constexpr double kMaxGemmDim = 1e9;
+constexpr double kMaxDuration_s = 1e6;        ///< 11.6 days per op
+
+/// Typed, range-checked access to trace fields: every failure names the file, the JSON pointer, the
+/// value and what was expected (never a cast of an out-of-range number).
+struct FieldReader {
+  const std::string& file;
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const { throw InputError(file + ": " + where + ": " + what); }
+
+  const json& at(const json& object, const char* key, const std::string& where) const {
+    if (!object.contains(key)) fail(where + "/" + key, "missing");
+    return object[key];
+  }
+  const json& object(const json& value, const std::string& where) const {
+    if (!value.is_object()) fail(where, config::render_value(value) + ": expected an object");
+    return value;
+  }
+  const json& array(const json& value, const std::string& where) const {
+    if (!value.is_array()) fail(where, config::render_value(value) + ": expected an array");
+    return value;
+  }
+  std::string string(const json& value, const std::string& where) const {
+    if (!value.is_string()) fail(where, config::render_value(value) + ": expected a string");
+    return value.get<std::string>();
+  }
+  bool boolean(const json& value, const std::string& where) const {
+    if (!value.is_boolean()) fail(where, config::render_value(value) + ": expected true or false");
+    return value.get<bool>();
+  }
+  int integer(const json& value, const std::string& where, long long lo, long long hi, const std::string& what = "") const {
+    const std::string expected = what.empty() ? "an integer from " + std::to_string(lo) + " to " + std::to_string(hi)
+                                              : what + " (" + std::to_string(lo) + " to " + std::to_string(hi) + ")";
+    if (!value.is_number_integer()) fail(where, config::render_value(value) + ": expected " + expected);
+    const bool above = value.is_number_unsigned() && value.get<unsigned long long>() > static_cast<unsigned long long>(hi);
+    if (above || value.get<long long>() < lo || value.get<long long>() > hi) fail(where, config::render_value(value) + ": expected " + expected);
+    return static_cast<int>(value.get<long long>());
+  }
+  std::vector<int> integers(const json& value, const std::string& where, long long lo, long long hi, const std::string& what,
+                            bool allow_duplicates = false) const {
+    array(value, where);
+    std::vector<int> out;
+    std::set<int> seen;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      out.push_back(integer(value[i], where + "/" + std::to_string(i), lo, hi, what));
+      if (!seen.insert(out.back()).second && !allow_duplicates) fail(where, std::to_string(out.back()) + " is listed twice");
+    }
+    return out;
+  }
+  /// A finite, non-negative number up to `hi`.
+  double number(const json& value, const std::string& where, double hi) const {
+    if (!value.is_number()) fail(where, config::render_value(value) + ": expected a number");
+    const double x = value.get<double>();
+    if (!std::isfinite(x) || x < 0 || x > hi) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%g", hi);
+      fail(where, config::render_value(value) + ": expected a finite number from 0 to " + text);
+    }
+    return x;
+  }
+};
 
 template <typename E>
 E parse_name(const std::map<E, std::string>& names, const json& value, const std::string& where) {
@@ -90,74 +164,82 @@ json trace_to_json(const Trace& trace) {
 }
 
 Trace trace_from_json(const json& doc, const std::string& file) {
-  auto fail = [&](const std::string& where, const std::string& what) -> void { throw InputError(file + ": " + where + ": " + what); };
-  if (!doc.is_object()) fail("/", "expected a JSON object (an fmsim trace)");
-  if (doc.value("schema", "") != "fmsim.trace/1") fail("/schema", "expected \"fmsim.trace/1\"");
+  const FieldReader r{file};
+  if (!doc.is_object()) r.fail("/", "expected a JSON object (an fmsim trace)");
+  if (!doc.contains("schema") || doc["schema"] != "fmsim.trace/1") r.fail("/schema", "expected \"fmsim.trace/1\"");
   Trace t;
-  try {
-    t.world = doc.at("world_size").get<int>();
-    t.symmetric = doc.value("symmetric", false);
-    t.ranks = doc.at("ranks").get<std::vector<int>>();
-    t.rank_gpu = doc.value("rank_gpu", std::vector<int>{});
-    t.model_flops_per_step = doc.value("model_flops_per_step", 0.0);
-    t.tokens_per_step = doc.value("tokens_per_step", 0.0);
-    t.scenario = doc.value("scenario", json());
-    for (const auto& c : doc.at("communicators")) {
-      Communicator comm{c.at("id").get<int>(), c.at("kind").get<std::string>(), c.at("ranks").get<std::vector<int>>()};
-      if (comm.id != static_cast<int>(t.comms.size())) fail("/communicators/" + std::to_string(t.comms.size()), "ids must be 0, 1, 2, ... in order");
-      for (int r : comm.ranks) {
-        if (r < 0 || r >= t.world) fail("/communicators/" + std::to_string(comm.id), "rank " + std::to_string(r) + " outside the world");
-      }
-      t.comms.push_back(std::move(comm));
-    }
-    const json& nodes = doc.at("nodes");
-    t.nodes.reserve(nodes.size());
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const json& j = nodes[i];
-      const std::string where = "/nodes/" + std::to_string(i);
-      TraceNode n;
-      n.id = j.at("id").get<int>();
-      if (n.id != static_cast<int>(i)) fail(where + "/id", "expected " + std::to_string(i) + " (ids in order)");
-      n.rank = j.at("rank").get<int>();
-      if (n.rank < 0 || n.rank >= t.world) fail(where + "/rank", "outside the world size");
-      n.type = parse_name(kNodeTypes, j.at("type"), file + ": " + where + "/type");
-      n.category = j.contains("category") ? parse_name(kCategories, j["category"], file + ": " + where + "/category") : Category::compute;
-      n.name = j.value("name", "");
-      n.stream = j.value("stream", "");
-      n.deps = j.value("data_deps", std::vector<int>{});
+  t.world = r.integer(r.at(doc, "world_size", ""), "/world_size", 1, kMaxWorld);
+  t.symmetric = doc.contains("symmetric") ? r.boolean(doc["symmetric"], "/symmetric") : false;
+  t.ranks = r.integers(r.at(doc, "ranks", ""), "/ranks", 0, t.world - 1, "a rank of the world of " + std::to_string(t.world));
+  if (doc.contains("rank_gpu")) t.rank_gpu = r.integers(doc["rank_gpu"], "/rank_gpu", 0, kMaxInt, "a GPU ordinal");
+  t.model_flops_per_step = doc.contains("model_flops_per_step") ? r.number(doc["model_flops_per_step"], "/model_flops_per_step", kMaxFlops) : 0.0;
+  t.tokens_per_step = doc.contains("tokens_per_step") ? r.number(doc["tokens_per_step"], "/tokens_per_step", kMaxTokens) : 0.0;
+  t.scenario = doc.value("scenario", json());
+  const json& comms = r.array(r.at(doc, "communicators", ""), "/communicators");
+  for (std::size_t i = 0; i < comms.size(); ++i) {
+    const std::string where = "/communicators/" + std::to_string(i);
+    const json& c = r.object(comms[i], where);
+    Communicator comm;
+    comm.id = r.integer(r.at(c, "id", where), where + "/id", 0, kMaxInt);
+    if (comm.id != static_cast<int>(i)) r.fail(where + "/id", "expected " + std::to_string(i) + " (ids 0, 1, 2, ... in order)");
+    comm.kind = r.string(r.at(c, "kind", where), where + "/kind");
+    comm.ranks = r.integers(r.at(c, "ranks", where), where + "/ranks", 0, t.world - 1, "a rank of the world of " + std::to_string(t.world));
+    t.comms.push_back(std::move(comm));
+  }
+  const json& nodes = r.array(r.at(doc, "nodes", ""), "/nodes");
+  const int node_count = static_cast<int>(std::min<std::size_t>(nodes.size(), kMaxInt));
+  t.nodes.reserve(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const std::string where = "/nodes/" + std::to_string(i);
+    const json& j = r.object(nodes[i], where);
+    TraceNode n;
+    n.id = r.integer(r.at(j, "id", where), where + "/id", 0, kMaxInt);
+    if (n.id != static_cast<int>(i)) r.fail(where + "/id", "expected " + std::to_string(i) + " (ids in order)");
+    n.rank = r.integer(r.at(j, "rank", where), where + "/rank", 0, t.world - 1, "a rank of the world of " + std::to_string(t.world));
+    n.type = parse_name(kNodeTypes, r.at(j, "type", where), file + ": " + where + "/type");
+    n.category = j.contains("category") ? parse_name(kCategories, j["category"], file + ": " + where + "/category") : Category::compute;
+    if (j.contains("name")) n.name = r.string(j["name"], where + "/name");
+    n.stream = j.contains("stream") ? r.string(j["stream"], where + "/stream") : "";  // none: no stream order (receives)
+    if (j.contains("data_deps")) {
+      n.deps = r.integers(j["data_deps"], where + "/data_deps", 0, node_count - 1, "the id of a node of this trace", true);
       for (int d : n.deps) {
-        if (d < 0 || d >= static_cast<int>(nodes.size()) || d == n.id) fail(where + "/data_deps", "unknown node " + std::to_string(d));
+        if (d == n.id) r.fail(where + "/data_deps", "node " + std::to_string(d) + " depends on itself");
       }
-      n.duration_s = j.value("duration_s", -1.0);
-      if (n.type == NodeType::comp) {
-        n.kernel = j.contains("kernel") ? parse_name(kKernels, j["kernel"], file + ": " + where + "/kernel") : Kernel::memory;
-        n.flops = j.value("num_ops", 0.0);
-        n.bytes = j.value("tensor_size", 0.0);
-        n.attention_span = j.value("attention_span", 0.0);
-        if (j.contains("gemm_mnk")) {
-          auto mnk = j["gemm_mnk"].get<std::vector<double>>();
-          if (mnk.size() != 3) fail(where + "/gemm_mnk", "expected [m, n, k]");
-          n.m = mnk[0], n.n = mnk[1], n.k = mnk[2];
-        }
-        n.repeat = j.value("repeat", 1);
-        n.fp8 = j.value("fp8", false);
-        n.fp8_split_accumulator = j.value("fp8_split_accumulator", false);
-        n.sms_taken = j.value("sms_taken", 0);
-      } else if (n.type == NodeType::coll) {
-        n.op = parse_name(kCommTypes, j.at("comm_type"), file + ": " + where + "/comm_type");
-        n.comm = j.at("comm_group").get<int>();
-        if (n.comm < 0 || n.comm >= static_cast<int>(t.comms.size())) fail(where + "/comm_group", "unknown communicator");
-        n.comm_bytes = j.at("comm_size").get<double>();
-      } else {
-        n.peer = j.at(n.type == NodeType::send ? "comm_dst" : "comm_src").get<int>();
-        if (n.peer < 0 || n.peer >= t.world) fail(where, "peer rank outside the world size");
-        n.tag = j.value("comm_tag", 0);
-        n.comm_bytes = j.at("comm_size").get<double>();
-      }
-      t.nodes.push_back(std::move(n));
     }
-  } catch (const json::exception& error) {
-    throw InputError(file + ": not a valid fmsim trace: " + error.what());
+    if (j.contains("duration_s")) n.duration_s = r.number(j["duration_s"], where + "/duration_s", kMaxDuration_s);
+    if (n.type == NodeType::comp) {
+      n.kernel = j.contains("kernel") ? parse_name(kKernels, j["kernel"], file + ": " + where + "/kernel") : Kernel::memory;
+      if (j.contains("num_ops")) n.flops = r.number(j["num_ops"], where + "/num_ops", kMaxFlops);
+      if (j.contains("tensor_size")) n.bytes = r.number(j["tensor_size"], where + "/tensor_size", kMaxBytes);
+      if (j.contains("attention_span")) n.attention_span = r.number(j["attention_span"], where + "/attention_span", kMaxGemmDim);
+      if (j.contains("gemm_mnk")) {
+        const json& mnk = r.array(j["gemm_mnk"], where + "/gemm_mnk");
+        if (mnk.size() != 3) r.fail(where + "/gemm_mnk", "expected [m, n, k]");
+        n.m = r.number(mnk[0], where + "/gemm_mnk/0", kMaxGemmDim);
+        n.n = r.number(mnk[1], where + "/gemm_mnk/1", kMaxGemmDim);
+        n.k = r.number(mnk[2], where + "/gemm_mnk/2", kMaxGemmDim);
+      } else if (n.kernel == Kernel::gemm && n.duration_s < 0) {
+        r.fail(where, "a gemm node needs gemm_mnk (its shape) or duration_s");
+      }
+      if (j.contains("repeat")) n.repeat = r.integer(j["repeat"], where + "/repeat", 1, kMaxRepeat);
+      if (j.contains("fp8")) n.fp8 = r.boolean(j["fp8"], where + "/fp8");
+      if (j.contains("fp8_split_accumulator")) n.fp8_split_accumulator = r.boolean(j["fp8_split_accumulator"], where + "/fp8_split_accumulator");
+      if (j.contains("sms_taken")) n.sms_taken = r.integer(j["sms_taken"], where + "/sms_taken", 0, kMaxSms);
+    } else if (n.type == NodeType::coll) {
+      n.op = parse_name(kCommTypes, r.at(j, "comm_type", where), file + ": " + where + "/comm_type");
+      n.comm = r.integer(r.at(j, "comm_group", where), where + "/comm_group", 0, kMaxInt);
+      if (n.comm >= static_cast<int>(t.comms.size())) {
+        r.fail(where + "/comm_group", std::to_string(n.comm) + ": no such communicator (the trace has " + std::to_string(t.comms.size()) + ")");
+      }
+      n.comm_bytes = r.number(r.at(j, "comm_size", where), where + "/comm_size", kMaxBytes);
+    } else {
+      const char* peer_key = n.type == NodeType::send ? "comm_dst" : "comm_src";
+      n.peer = r.integer(r.at(j, peer_key, where), where + "/" + peer_key, 0, t.world - 1, "a rank of the world of " + std::to_string(t.world));
+      if (n.peer == n.rank) r.fail(where + "/" + peer_key, std::to_string(n.peer) + ": the node's own rank");
+      if (j.contains("comm_tag")) n.tag = r.integer(j["comm_tag"], where + "/comm_tag", kMinInt, kMaxInt);
+      n.comm_bytes = r.number(r.at(j, "comm_size", where), where + "/comm_size", kMaxBytes);
+    }
+    t.nodes.push_back(std::move(n));
   }
   std::map<std::tuple<int, int, int>, int> unmatched;  // (src, dst, tag) -> sends - receives
   for (const auto& n : t.nodes) {
@@ -170,6 +252,7 @@ Trace trace_from_json(const json& doc, const std::string& file) {
                        std::to_string(std::get<1>(key)) + " (tag " + std::to_string(std::get<2>(key)) + ")");
     }
   }
+  check_trace(t, file);
   return t;
 }
 

@@ -59,11 +59,16 @@ def checkpoint_collective_topo_and_trace_validate():
         assert_valid("collective", run_json("collective", os.path.join(TOPO, "p5-2node.json"), "--op", op, "-b", "8", "-e", "1M", "-f", "64"), op)
     for topo in ["p5-2node.json", "p6e-gb200-4x72.json", "p4de-2node.json"]:
         assert_valid("topo", run_json("topo", os.path.join(TOPO, topo)), topo)
-    out = os.path.join(TMP, "trace.json")
-    proc = run("trace", training("mixtral-8x7b-p5.json"), "--out", out)
-    assert proc.returncode == 0, proc.stderr
-    with open(out) as f:
-        assert_valid("trace", json.load(f), "trace")
+    # A BF16 MoE trace, and FP8 ones (fp8, fp8_split_accumulator) in both fidelities.
+    for scenario, fidelity in [("mixtral-8x7b-p5.json", "fast"), ("llama3-70b-p5.json", "fast"), ("llama3-8b-p5.json", "full")]:
+        out = os.path.join(TMP, f"trace-{scenario}-{fidelity}.json")
+        proc = run("trace", training(scenario), "--out", out, "--fidelity", fidelity)
+        assert proc.returncode == 0, proc.stderr
+        with open(out) as f:
+            doc = json.load(f)
+        assert_valid("trace", doc, f"{scenario} trace ({fidelity})")
+        if scenario != "mixtral-8x7b-p5.json":
+            assert any(n.get("fp8_split_accumulator") for n in doc["nodes"]), "an FP8 trace has split-accumulator GEMMs"
 
 
 @test

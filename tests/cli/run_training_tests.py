@@ -210,7 +210,7 @@ def bad_training_configs_exit_2_with_the_reason():
                           "cluster.nodes=8", "--json", out], ["no FP8"], out)
         broken = write(d, "trace.json", json.dumps({"schema": "fmsim.trace/1", "world_size": 2, "ranks": [0], "communicators": [],
                                                     "nodes": [{"id": 0, "rank": 0, "type": "COMP_NODE", "data_deps": [5]}]}))
-        expect_bad_input(["run", SCENARIO, "--trace", broken, "--json", out], ["trace.json", "data_deps", "unknown node 5"], out)
+        expect_bad_input(["run", SCENARIO, "--trace", broken, "--json", out], ["trace.json", "/nodes/0/data_deps/0", "5", "the id of a node"], out)
 
 
 run_tests()

@@ -23,7 +23,8 @@ struct LinkLoad {
 struct StepResult {
   double step_time_s = 0;
   std::map<std::string, double> breakdown_s;  ///< compute, tp_comm, cp_comm, ep_comm, pp_comm, dp_comm, optimizer, bubble
-  int critical_rank = 0;                      ///< the rank whose time line the breakdown describes
+  int critical_rank = 0;                      ///< the busiest rank (least bubble), whose time line breakdown_s describes
+  std::map<int, std::map<std::string, double>> rank_breakdown_s;  ///< the same breakdown for every simulated rank
   std::vector<double> node_start_s, node_end_s;  ///< per trace node
   LinkLoad busiest_link;
   std::vector<LinkLoad> links;                ///< every simulated link that carried bytes (e.g. "rank3-rail-up")

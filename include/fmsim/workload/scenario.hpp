@@ -22,6 +22,7 @@ enum class Fidelity { fast, full };
 
 struct Scenario {
   std::string file;
+  std::filesystem::path base_dir;  ///< where relative cluster and model paths of `resolved` resolve
   std::string name;
   nlohmann::json resolved;
   topology::ClusterSpec cluster;

@@ -4,6 +4,7 @@
 // one rank on one stream run in the order listed (like a CUDA stream). A trace either lists every rank,
 // or (symmetric) one representative rank per pipeline stage: the other ranks of its communicators are
 // taken to do the same at the same time, which is how fmsim simulates 100k GPUs.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -73,5 +74,18 @@ nlohmann::json trace_to_json(const Trace& trace);
 /// Reads and checks a trace: ids, dependencies, communicators and matching sends/receives. Throws
 /// InputError naming the file and node.
 Trace trace_from_json(const nlohmann::json& document, const std::string& file);
+/// What trace_from_json checks beyond each field (trace_validation.cpp): every node's rank is listed in
+/// `ranks`, `rank_gpu` has one GPU per rank, communicators list distinct ranks, a collective's rank is
+/// a member of its communicator, fully simulated communicators get the same number of calls from each
+/// member, GEMM FLOPs match their shape, and data dependencies plus stream order form no cycle. Throws
+/// InputError naming the file and the nodes.
+void check_trace(const Trace& trace, const std::string& file);
+/// A cycle in a graph given by each vertex's predecessors, in dependency order (each vertex waits on the
+/// one before it, the first on the last); empty when there is none.
+std::vector<int> find_cycle(const std::vector<std::vector<int>>& preds);
+/// "a -> b -> c -> a" with `name` for each vertex (a long cycle is cut short).
+std::string describe_cycle(const std::vector<int>& cycle, const std::function<std::string(int)>& name);
+/// One line naming a node for messages: "node 12 (fwd.attn.qkv, rank 3)".
+std::string describe_node(const TraceNode& node);
 
 }  // namespace fmsim::workload
