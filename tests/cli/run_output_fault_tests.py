@@ -83,6 +83,16 @@ def children_of(pid):
     return found
 
 
+def descendants_of(pid):
+    """Children, grandchildren...: a point's `fmsim serve` runs its simulation in a forked process."""
+    found, frontier = [], [pid]
+    while frontier:
+        children = children_of(frontier.pop())
+        found += children
+        frontier += children
+    return found
+
+
 def alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -371,15 +381,20 @@ def children_die_with_a_killed_sweep_or_check():
     for sig in (signal.SIGKILL, signal.SIGTERM):
         parent = subprocess.Popen([FMSIM, "-q", "sweep", slow, "--jobs", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         assert wait_for(lambda: len(children_of(parent.pid)) == 2), "the sweep started no children"
-        children = children_of(parent.pid)
+        wait_for(lambda: len(descendants_of(parent.pid)) >= 4, 5)
+        children = descendants_of(parent.pid)
         parent.send_signal(sig)
         parent.wait()
         assert wait_for(lambda: not any(alive(c) for c in children), 3), f"children {children} outlived the sweep ({sig.name})"
-    plan = write(TMP, "slow-plan.json", json.dumps({"name": "slow", "command": "serve", "scenario": SERVING,
-                                                    "set": ["workload.requests=100000"], "expect": [{"metric": "ttft_s.p99", "max": 9}]}))
+    # Disaggregated serving simulates in a forked process: check -> serve -> its simulation (about 15 s).
+    disaggregated = os.path.abspath(os.path.join(CONFIGS, "serving", "llama3.3-70b-p5en-disaggregated.json"))
+    plan = write(TMP, "slow-plan.json", json.dumps({"name": "slow", "command": "serve", "scenario": disaggregated,
+                                                    "set": ["workload.requests=200000", "workload.rate=5/s"],
+                                                    "expect": [{"metric": "ttft_s.p99", "max": 9}]}))
     parent = subprocess.Popen([FMSIM, "-q", "check", plan], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert wait_for(lambda: len(children_of(parent.pid)) == 1), "check started no child"
-    children = children_of(parent.pid)
+    assert wait_for(lambda: len(descendants_of(parent.pid)) >= 2, 10), "the serve point did not fork its simulation"
+    children = descendants_of(parent.pid)
     parent.kill()
     parent.wait()
     assert wait_for(lambda: not any(alive(c) for c in children), 3), f"children {children} outlived fmsim check"
