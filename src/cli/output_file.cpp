@@ -71,20 +71,8 @@ void write_stdout(const std::string& content) {
   if (!std::cout) throw InputError(io_error("standard output", "write failed", errno != 0 ? errno : EIO));
 }
 
-/// Where a regular-file output goes: through symbolic links to the file they name.
-fs::path resolve_target(const std::string& path) {
-  std::error_code error;
-  fs::path target = path;
-  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(target, error)); ++hops) {
-    const fs::path next = fs::read_symlink(target, error);
-    if (error) break;
-    target = next.is_absolute() ? next : target.parent_path() / next;
-  }
-  return target;
-}
-
 void stage_file(const std::string& path, const std::string& content) {
-  const fs::path target = resolve_target(path);
+  const fs::path target = resolve_output_path(path);
   std::error_code error;
   if (fs::is_directory(target, error)) throw InputError(path + ": is a directory (expected a file name)");
   const fs::path directory = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -127,6 +115,17 @@ void stage_file(const std::string& path, const std::string& content) {
 hardware::Catalog load_catalog(const GlobalOptions& globals) {
   return hardware::Catalog::load(globals.catalog_dir.empty() ? hardware::Catalog::default_directory()
                                                              : std::filesystem::path(globals.catalog_dir));
+}
+
+std::string resolve_output_path(const std::string& path) {
+  std::error_code error;
+  fs::path target = path;
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(target, error)); ++hops) {
+    const fs::path next = fs::read_symlink(target, error);
+    if (error) break;
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  return target.string();
 }
 
 std::string io_error(const std::string& path, const std::string& what, int error_number) {

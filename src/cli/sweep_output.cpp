@@ -40,7 +40,7 @@ bool looks_like_sweep_line(const std::string& text) {
 
 }  // namespace
 
-SweepOutput::SweepOutput(const std::string& path, const report::SweepSpec& spec) : path_(path) {
+SweepOutput::SweepOutput(const std::string& path, const report::SweepSpec& spec) : path_(path), file_(resolve_output_path(path)) {
   std::error_code error;
   if (fs::is_directory(path, error)) throw InputError(path + ": is a directory (--out expects a JSON Lines file)");
   if (is_stream_output(path)) {
@@ -62,7 +62,7 @@ SweepOutput::~SweepOutput() {
 }
 
 void SweepOutput::open_locked() {
-  const fs::path target = path_;
+  const fs::path target = file_;
   const fs::path directory = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code error;
   if (!fs::is_directory(directory, error)) {
@@ -71,7 +71,7 @@ void SweepOutput::open_locked() {
   // Lock the file at the path. The resume rewrite replaces the file by a renamed (locked) one, so a
   // lock won on a file that is no longer at the path is dropped and the path opened again.
   for (int attempt = 0; attempt < 20; ++attempt) {
-    const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0666);
+    const int fd = ::open(file_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0666);
     if (fd < 0) throw InputError(io_error(path_, "cannot open for writing", errno));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int error_number = errno;
@@ -82,7 +82,7 @@ void SweepOutput::open_locked() {
       throw InputError(io_error(path_, "cannot lock", error_number));
     }
     struct stat opened {}, named {};
-    if (::fstat(fd, &opened) == 0 && ::stat(path_.c_str(), &named) == 0 && opened.st_dev == named.st_dev &&
+    if (::fstat(fd, &opened) == 0 && ::stat(file_.c_str(), &named) == 0 && opened.st_dev == named.st_dev &&
         opened.st_ino == named.st_ino) {
       fd_ = fd;
       owned_ = true;
@@ -141,7 +141,7 @@ void SweepOutput::read_back(const report::SweepSpec& spec) {
 }
 
 void SweepOutput::rewrite(const std::string& kept) {
-  std::string temporary = path_ + ".tmp.XXXXXX";
+  std::string temporary = file_ + ".tmp.XXXXXX";
   const int fd = ::mkostemp(temporary.data(), O_CLOEXEC | O_APPEND);
   if (fd < 0) throw InputError(io_error(path_, "cannot create a temporary file beside it", errno));
   const int handle = register_temporary(temporary);
@@ -154,7 +154,7 @@ void SweepOutput::rewrite(const std::string& kept) {
     ok = false;
     error_number = errno;
   }
-  if (ok && ::rename(temporary.c_str(), path_.c_str()) != 0) {
+  if (ok && ::rename(temporary.c_str(), file_.c_str()) != 0) {
     ok = false;
     error_number = errno;
   }
@@ -165,7 +165,7 @@ void SweepOutput::rewrite(const std::string& kept) {
     throw InputError(io_error(path_, "cannot rewrite without its cut last line", error_number));
   }
   forget_temporary(handle);
-  const fs::path directory = fs::path(path_).has_parent_path() ? fs::path(path_).parent_path() : fs::path(".");
+  const fs::path directory = fs::path(file_).has_parent_path() ? fs::path(file_).parent_path() : fs::path(".");
   const int directory_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (directory_fd >= 0) {
     ::fsync(directory_fd);  // the rename itself survives a crash

@@ -33,7 +33,8 @@ class SweepOutput {
   void read_back(const report::SweepSpec& spec);
   void rewrite(const std::string& kept);
 
-  std::string path_;
+  std::string path_;      ///< as given (messages)
+  std::string file_;      ///< through symbolic links: what is locked, read and replaced
   int fd_ = -1;
   bool owned_ = false;   ///< fd_ was opened here (not stdout)
   bool stream_ = false;

@@ -400,6 +400,28 @@ def children_die_with_a_killed_sweep_or_check():
     assert wait_for(lambda: not any(alive(c) for c in children), 3), f"children {children} outlived fmsim check"
 
 
+@test
+def symbolic_links_are_followed_not_replaced():
+    directory = os.path.join(TMP, "links")
+    os.mkdir(directory)
+    os.symlink("real.json", os.path.join(directory, "link.json"))
+    proc = run("topo", CLUSTER, "--json", os.path.join(directory, "link.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.islink(os.path.join(directory, "link.json")) and json.load(open(os.path.join(directory, "real.json")))["gpus"] == 16
+    # A sweep resumed (and rewritten without its cut line) through a link.
+    with open(REFERENCE) as f:
+        reference = f.readlines()
+    with open(os.path.join(directory, "real.jsonl"), "w") as f:
+        f.writelines(reference[:POINTS - 2])
+        f.write('{"index": 23, "point"')
+    os.symlink("real.jsonl", os.path.join(directory, "link.jsonl"))
+    proc = run("-q", "sweep", SWEEP, "--out", os.path.join(directory, "link.jsonl"), "--jobs", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.islink(os.path.join(directory, "link.jsonl"))
+    same_as_reference(os.path.join(directory, "real.jsonl"))
+    no_temporaries(directory)
+
+
 # ---- fmsim check ----------------------------------------------------------------------------------------
 
 @test

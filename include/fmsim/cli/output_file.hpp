@@ -29,6 +29,9 @@ int named_descriptor(const std::string& path);
 /// neither a regular file nor a directory (a device, a named pipe, a socket).
 bool is_stream_output(const std::string& path);
 
+/// The file an output path names, through symbolic links (a dangling link names the file to create).
+std::string resolve_output_path(const std::string& path);
+
 /// "path: what failed: strerror(errno)".
 std::string io_error(const std::string& path, const std::string& what, int error_number);
 
