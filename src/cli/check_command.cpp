@@ -28,10 +28,8 @@ struct CheckOptions {
 nlohmann::json run_plan(const GlobalOptions& globals, const report::CapacityPlan& plan) {
   // Training plans run with --allow-oom: a scenario that stops fitting in HBM is a failed expectation
   // (oom, hbm_peak_bytes; judge() always checks oom), not an unusable plan.
-  const bool training = plan.job.command == "run" || plan.job.command == "checkpoint";
-  const std::vector<std::string> extra = training ? std::vector<std::string>{"--allow-oom"} : std::vector<std::string>{};
   std::vector<std::string> arguments = json_result_arguments(globals.catalog_dir, plan.job);
-  arguments.insert(arguments.end(), extra.begin(), extra.end());
+  if (plan.job.command == "run" || plan.job.command == "checkpoint") arguments.push_back("--allow-oom");
   const ChildResult child = run_fmsim(arguments);
   if (child.exit_code == 2) throw InputError(plan.file + ": " + error_message(child));
   if (child.exit_code != 0) {

@@ -164,9 +164,16 @@ def full_stdout_or_device_exits_2():
     with open("/dev/full", "w") as full:
         proc = subprocess.run([FMSIM, "topo", CLUSTER], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
     one_line_error(proc, 2, "standard output", "No space left on device")
-    with open("/dev/full", "w") as full:  # a line printed with printf at the very end (fmsim check)
+    with open("/dev/full", "w") as full:
         proc = subprocess.run([FMSIM, "topo", CLUSTER, "--json", "-"], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
     one_line_error(proc, 2, "standard output", "No space left on device")
+    # fmsim check prints its last line with printf, after the table; its JUnit file is then not written.
+    junit = os.path.join(TMP, "full-stdout.xml")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([FMSIM, "-q", "check", os.path.join(CONFIGS, "plans", "llama3.3-70b-p5en-serving.json"), "--junit", junit],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    one_line_error(proc, 2, "standard output", "No space left on device")
+    assert not os.path.exists(junit)
     proc = run("topo", CLUSTER, "--json", "/dev/full")
     one_line_error(proc, 2, "/dev/full", "No space left on device")
 
