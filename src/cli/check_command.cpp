@@ -26,7 +26,11 @@ struct CheckOptions {
 };
 
 nlohmann::json run_plan(const GlobalOptions& globals, const report::CapacityPlan& plan) {
-  const ChildResult child = run_fmsim(json_result_arguments(globals.catalog_dir, plan.job));
+  // Training plans run with --allow-oom: a scenario that stops fitting in HBM is a failed expectation
+  // (oom, hbm_peak_bytes; judge() always checks oom), not an unusable plan.
+  std::vector<std::string> arguments = json_result_arguments(globals.catalog_dir, plan.job);
+  if (plan.job.command == "run" || plan.job.command == "checkpoint") arguments.push_back("--allow-oom");
+  const ChildResult child = run_fmsim(arguments);
   if (child.exit_code == 2) throw InputError(plan.file + ": " + error_message(child));
   if (child.exit_code != 0) {
     throw InternalError(plan.file + ": fmsim " + plan.job.command + " failed (exit " + std::to_string(child.exit_code) + "): " + error_message(child));
@@ -54,6 +58,17 @@ std::string table(const std::vector<std::pair<report::CapacityPlan, std::vector<
 
 int run_check(const GlobalOptions& globals, const CheckOptions& o) {
   if (o.update_baseline && o.baseline_dir.empty()) throw InputError("--update-baseline needs --baseline DIR");
+  // A missing baseline directory would switch the regression gate off without a word.
+  if (!o.baseline_dir.empty()) {
+    std::error_code error;
+    const auto status = std::filesystem::status(o.baseline_dir, error);
+    if (!o.update_baseline && !std::filesystem::exists(status)) {
+      throw InputError("--baseline " + o.baseline_dir + ": no such directory (create it with --update-baseline, or fix the path)");
+    }
+    if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
+      throw InputError("--baseline " + o.baseline_dir + ": not a directory (expected a directory of earlier results)");
+    }
+  }
   std::vector<report::CapacityPlan> plans;
   for (const auto& file : report::plan_files(o.plans)) plans.push_back(report::load_plan(file));
   std::vector<std::pair<report::CapacityPlan, std::vector<report::Verdict>>> results;
@@ -63,13 +78,16 @@ int run_check(const GlobalOptions& globals, const CheckOptions& o) {
     const std::filesystem::path baseline_file =
         o.baseline_dir.empty() ? std::filesystem::path() : std::filesystem::path(o.baseline_dir) / std::filesystem::path(plan.file).filename();
     std::optional<nlohmann::json> baseline;
-    if (!o.baseline_dir.empty() && !o.update_baseline && std::filesystem::exists(baseline_file)) {
-      baseline = config::load_json_file(baseline_file).root;
+    if (!o.baseline_dir.empty() && !o.update_baseline) {
+      if (std::filesystem::exists(baseline_file)) baseline = config::load_json_file(baseline_file).root;
+      else spdlog::warn("{}: no baseline in {} (judged on its expectations only; --update-baseline stores one)", plan.file, o.baseline_dir);
     }
     auto verdicts = report::judge(plan, result, baseline ? &*baseline : nullptr);
     for (const auto& v : verdicts) failed += v.passed ? 0 : 1;
     if (o.update_baseline) {
-      std::filesystem::create_directories(o.baseline_dir);
+      std::error_code error;
+      std::filesystem::create_directories(o.baseline_dir, error);
+      if (error) throw InputError("--baseline " + o.baseline_dir + ": cannot create the directory: " + error.message());
       write_output(baseline_file.string(), result.dump(1) + "\n");
     }
     progress()->info("check {}/{}: {} (fmsim {} {}) done", results.size() + 1, plans.size(), plan.file, plan.job.command,

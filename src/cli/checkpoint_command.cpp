@@ -22,6 +22,7 @@ namespace {
 struct CheckpointOptions {
   std::string scenario_file, json_file, strategy;
   std::vector<std::string> sets;
+  bool allow_oom = false;
 };
 
 std::string days(double seconds) {
@@ -82,7 +83,10 @@ int run_checkpoint(const GlobalOptions& globals, const CheckpointOptions& o) {
   }
 
   const auto memory = workload::estimate_memory(s);
-  if (memory.oom) throw InputError(s.file + ": the model does not fit: " + workload::describe_oom(memory));
+  if (memory.oom && !o.allow_oom) {
+    throw InputError(s.file + ": the model does not fit: " + workload::describe_oom(memory) + " (--allow-oom assesses anyway)");
+  }
+  if (memory.oom) spdlog::warn("{}: the model does not fit: {}", s.file, workload::describe_oom(memory));
   auto cluster = topology::build_cluster_graph(s.cluster);
   auto rank_gpu = topology::place_ranks(cluster, s.parallelism.world(), s.placement, s.seed);
   spdlog::info("{}: simulating one training step", s.name);
@@ -118,6 +122,9 @@ int run_checkpoint(const GlobalOptions& globals, const CheckpointOptions& o) {
   doc["scenario"] = {{"name", s.name}, {"file", s.file}};
   doc["cluster"] = {{"nodes", s.cluster.nodes}, {"gpus", s.cluster.total_gpus()}, {"instance_type", s.cluster.instance.name}};
   doc["step_time_s"] = step_time_s;
+  doc["hbm_peak_bytes"] = memory.peak.total_bytes;
+  doc["hbm_capacity_bytes"] = memory.hbm_bytes;
+  doc["oom"] = memory.oom;
   doc["run"] = {{"steps", run.steps}, {"tokens", run.tokens}, {"work_s", run.work_s}, {"source", run.source}};
   doc["failures"] = {{"failures_per_hour", rate_per_hour},
                      {"mtbf_s", rate_per_hour > 0 ? 3600.0 / rate_per_hour : 0.0},
@@ -160,6 +167,7 @@ void register_checkpoint(CLI::App& app, const GlobalOptions& globals, Action& ac
   sub->add_option("--strategy", o->strategy, "judge one strategy: fsx, s3, nvme+fsx, nvme+s3 or peer (default: compare all)");
   sub->add_option("--set", o->sets, "override a scenario value: PATH=VALUE (repeatable), e.g. checkpoint.interval_steps=200");
   sub->add_option("--json", o->json_file, "write the result document ('-' = stdout, replaces the summary)");
+  sub->add_flag("--allow-oom", o->allow_oom, "assess even when the model does not fit in GPU memory (\"oom\": true)");
   sub->callback([&globals, o, &action] { action = [&globals, o] { return run_checkpoint(globals, *o); }; });
 }
 

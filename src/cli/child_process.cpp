@@ -1,15 +1,17 @@
 #include "child_process.hpp"
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <fcntl.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cleanup.hpp"
+
 #include "fmsim/common/error.hpp"
 #include "fmsim/common/fd_io.hpp"
-
-extern char** environ;
 
 namespace fmsim::cli {
 ChildResult run_fmsim(const std::vector<std::string>& arguments) {
@@ -23,33 +25,51 @@ ChildResult run_fmsim(const std::vector<std::string>& arguments) {
   for (auto& text : argv_text) argv.push_back(text.data());
   argv.push_back(nullptr);
   // stdout through a pipe; stderr to an unlinked temporary file, so a chatty child never blocks on it.
+  // Both close on exec, so a sibling started by another sweep thread does not hold this pipe open.
   int out_pipe[2];
-  if (::pipe(out_pipe) != 0) throw InternalError("pipe() failed");
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw InternalError("pipe() failed");
   std::FILE* err_file = std::tmpfile();
-  if (!err_file) throw InternalError("cannot create a temporary file for a child's stderr");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, ::fileno(err_file), STDERR_FILENO);
-  posix_spawn_file_actions_addclose(&actions, out_pipe[0]);
-  pid_t pid = 0;
-  const int spawned = ::posix_spawn(&pid, self, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
+  if (!err_file) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    throw InputError("cannot create a temporary file for a child's stderr (is $TMPDIR or /tmp writable?)");
+  }
+  const int err_fd = ::fileno(err_file);
+  ::fcntl(err_fd, F_SETFD, FD_CLOEXEC);
+  const pid_t parent = ::getpid();
+  // fork + exec rather than posix_spawn: the child must ask to be killed when its parent dies
+  // (PR_SET_PDEATHSIG), so a `kill -9` of a sweep or check leaves no simulation running. Between fork
+  // and exec only async-signal-safe calls.
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
+    if (::dup2(out_pipe[1], STDOUT_FILENO) < 0 || ::dup2(err_fd, STDERR_FILENO) < 0) ::_exit(127);
+    ::execv(self, argv.data());
+    ::_exit(127);
+  }
   ::close(out_pipe[1]);
-  if (spawned != 0) {
+  if (pid < 0) {
     ::close(out_pipe[0]);
     std::fclose(err_file);
-    throw InternalError("cannot start a child fmsim process");
+    throw InternalError("cannot start a child fmsim process (fork failed)");
   }
+  const int child_handle = register_child(pid);
   ChildResult result;
   result.out = read_all(out_pipe[0]);
   ::close(out_pipe[0]);
+  // Wait without reaping, forget the child, then reap: a signal handler never kills a reused pid.
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+  }
+  forget_child(child_handle);
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   std::fflush(err_file);
-  ::lseek(::fileno(err_file), 0, SEEK_SET);
-  result.err = read_all(::fileno(err_file));
+  ::lseek(err_fd, 0, SEEK_SET);
+  result.err = read_all(err_fd);
   std::fclose(err_file);
   return result;
 }

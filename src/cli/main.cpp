@@ -6,7 +6,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "cleanup.hpp"
 #include "fmsim/cli/commands.hpp"
+#include "fmsim/cli/output_file.hpp"
 #include "fmsim/common/error.hpp"
 
 int main(int argc, char** argv) {
@@ -51,12 +53,21 @@ int main(int argc, char** argv) {
   }
   if (globals.verbose) spdlog::set_level(spdlog::level::info);
   progress->set_level(quiet ? spdlog::level::off : spdlog::level::info);
+  fmsim::cli::install_cleanup_handlers();
   try {
-    return action ? action() : 2;
+    // Output files are staged by the command and renamed into place only once it has succeeded (0, or
+    // 1: a failed expectation still writes its JUnit report) and all it printed reached stdout.
+    const int code = action ? action() : 2;
+    fmsim::cli::flush_stdout();
+    if (code == 0 || code == 1) fmsim::cli::commit_outputs();
+    fmsim::cli::discard_outputs();
+    return code;
   } catch (const fmsim::InputError& error) {
+    fmsim::cli::discard_outputs();
     std::cerr << "fmsim: error: " << error.what() << "\n";
     return 2;
   } catch (const std::exception& error) {
+    fmsim::cli::discard_outputs();
     std::cerr << "fmsim: internal error: " << error.what() << "\n";
     return 3;
   }

@@ -3,6 +3,7 @@
 // A sweep evaluates every point of its grid/list (this shard's share) in child processes, --jobs at a
 // time, appending one JSON line per point; a rerun with the same --out resumes where it stopped.
 #include <atomic>
+#include <exception>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -19,7 +20,9 @@
 #include <spdlog/spdlog.h>
 
 #include "child_process.hpp"
+#include "cleanup.hpp"
 #include "progress.hpp"
+#include "sweep_output.hpp"
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/common/error.hpp"
@@ -68,33 +71,6 @@ std::pair<int, int> shard_of(const SweepOptions& o) {
   return {index, count};
 }
 
-/// Indices already in a shard's output; a last line cut short by a kill is dropped from the file. A
-/// line whose point is not this sweep's point of the same index means the file belongs to another
-/// sweep (or the sweep changed): an InputError, before anything is touched.
-std::set<std::size_t> resume_from(const std::string& path, const report::SweepSpec& spec) {
-  std::set<std::size_t> done;
-  std::ifstream in(path);
-  if (!in) return done;
-  std::string line, kept;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (line.empty()) continue;
-    nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
-    if (doc.is_discarded() || !doc.contains("index") || !doc["index"].is_number_unsigned()) break;  // a partial line: redone
-    const auto index = doc["index"].get<std::size_t>();
-    if (index >= spec.points.size() || doc.value("point", nlohmann::json()) != spec.points[index]) {
-      throw InputError(path + ": line " + std::to_string(number) + " holds point " + std::to_string(index) + " = " +
-                       doc.value("point", nlohmann::json()).dump() + ", which is not point " + std::to_string(index) + " of " +
-                       spec.file + (index < spec.points.size() ? " (" + spec.points[index].dump() + ")" : "") +
-                       "; the file is from another sweep: remove it or choose another --out");
-    }
-    done.insert(index);
-    kept += line + "\n";
-  }
-  in.close();
-  std::ofstream(path, std::ios::trunc) << kept;
-  return done;
-}
-
 std::string duration_text(double seconds) {
   char text[32];
   if (seconds < 120) std::snprintf(text, sizeof text, "%.0fs", seconds);
@@ -105,8 +81,8 @@ std::string duration_text(double seconds) {
 int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
   const report::SweepSpec spec = report::load_sweep(o.sweep_file);
   const auto [shard_index, shard_count] = shard_of(o);
-  std::set<std::size_t> done;
-  if (o.out_file != "-") done = resume_from(o.out_file, spec);
+  SweepOutput out(o.out_file, spec);  // locked and read back before any point runs
+  const std::set<std::size_t>& done = out.done();
   std::vector<std::size_t> todo;
   std::size_t mine = 0;
   for (std::size_t i = 0; i < spec.points.size(); ++i) {
@@ -115,55 +91,60 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
     if (!done.count(i)) todo.push_back(i);
   }
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
-  std::ofstream file;
-  if (o.out_file != "-") {
-    file.open(o.out_file, std::ios::app);
-    if (!file) throw InputError(o.out_file + ": cannot open for writing (does the directory exist?)");
-  }
-  std::ostream& out = o.out_file == "-" ? std::cout : file;
   progress()->info("sweep {}: shard {}/{}: {} of {} points, {} already done, {} jobs", spec.job.name, shard_index, shard_count,
                    mine, spec.points.size(), mine - todo.size(), jobs);
   std::mutex lock;
   std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
   std::size_t finished = 0, invalid = 0;
   std::string failure;
+  std::exception_ptr fatal;  // the first error that ends the sweep (a write failed): rethrown after the join
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
   auto worker = [&] {
-    while (true) {
-      const std::size_t k = next++;
-      if (k >= todo.size()) return;
-      const std::size_t index = todo[k];
-      const nlohmann::json& point = spec.points[index];
-      const ChildResult child = run_fmsim(json_result_arguments(globals.catalog_dir, spec.job, report::point_assignments(point)));
-      nlohmann::json line{{"index", index}, {"point", point}};
-      if (child.exit_code == 0) {
-        line["status"] = "ok";
-        line["result"] = nlohmann::json::parse(child.out, nullptr, false);
-        // A sweep line is a table row: the per-pass time line (hundreds of kB) stays in `fmsim run` output.
-        if (line["result"].is_object()) line["result"].erase("pipeline_timeline");
-      } else {
-        line["status"] = child.exit_code == 2 ? "invalid" : "error";
-        line["reason"] = error_message(child);
+    try {
+      while (!stop) {
+        const std::size_t k = next++;
+        if (k >= todo.size()) return;
+        const std::size_t index = todo[k];
+        const nlohmann::json& point = spec.points[index];
+        const ChildResult child = run_fmsim(json_result_arguments(globals.catalog_dir, spec.job, report::point_assignments(point)));
+        nlohmann::json line{{"index", index}, {"point", point}};
+        if (child.exit_code == 0) {
+          line["status"] = "ok";
+          line["result"] = nlohmann::json::parse(child.out, nullptr, false);
+          // A sweep line is a table row: the per-pass time line (hundreds of kB) stays in `fmsim run` output.
+          if (line["result"].is_object()) line["result"].erase("pipeline_timeline");
+        } else {
+          line["status"] = child.exit_code == 2 ? "invalid" : "error";
+          line["reason"] = error_message(child);
+        }
+        std::lock_guard<std::mutex> guard(lock);
+        if (stop) return;  // a child killed because the sweep is stopping: not a result
+        if (child.exit_code != 0 && child.exit_code != 2 && failure.empty()) failure = line["reason"].get<std::string>();
+        out.append(line.dump());
+        ++finished;
+        invalid += child.exit_code == 0 ? 0 : 1;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_report > std::chrono::seconds(2) || finished == todo.size()) {
+          last_report = now;
+          const double elapsed = std::chrono::duration<double>(now - start).count();
+          const double rate = finished / std::max(elapsed, 1e-9);
+          progress()->info("sweep: {}/{} points ({} invalid), {:.1f} points/s, ETA {}", finished + (mine - todo.size()), mine,
+                           invalid, rate, duration_text((todo.size() - finished) / rate));
+        }
       }
+    } catch (...) {
       std::lock_guard<std::mutex> guard(lock);
-      if (child.exit_code != 0 && child.exit_code != 2 && failure.empty()) failure = line["reason"].get<std::string>();
-      out << line.dump() << "\n" << std::flush;
-      ++finished;
-      invalid += child.exit_code == 0 ? 0 : 1;
-      const auto now = std::chrono::steady_clock::now();
-      if (now - last_report > std::chrono::seconds(2) || finished == todo.size()) {
-        last_report = now;
-        const double elapsed = std::chrono::duration<double>(now - start).count();
-        const double rate = finished / std::max(elapsed, 1e-9);
-        progress()->info("sweep: {}/{} points ({} invalid), {:.1f} points/s, ETA {}", finished + (mine - todo.size()), mine,
-                         invalid, rate, duration_text((todo.size() - finished) / rate));
-      }
+      if (!fatal) fatal = std::current_exception();
+      stop = true;
+      terminate_children();  // no point in finishing simulations whose lines cannot be written
     }
   };
   std::vector<std::thread> threads;
   for (int j = 0; j < std::min<int>(jobs, static_cast<int>(todo.size())); ++j) threads.emplace_back(worker);
   for (auto& thread : threads) thread.join();
+  if (fatal) std::rethrow_exception(fatal);
   if (!failure.empty()) throw InternalError("a sweep point failed inside fmsim: " + failure);
   return 0;
 }

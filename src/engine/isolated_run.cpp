@@ -1,8 +1,10 @@
 // Runs a simulation in a forked child and reads its results back through a pipe.
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,9 +19,15 @@ namespace fmsim::engine {
 std::string run_isolated(const std::function<std::string()>& work) {
   int fds[2];
   if (::pipe(fds) != 0) throw InternalError("engine: pipe() failed");
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw InternalError("engine: fork() failed");
   if (pid == 0) {
+    // The simulation dies with the fmsim that asked for it (a killed sweep or check kills its points,
+    // and so these), and a signal ends it plainly: the parent's cleanup handlers are not its business.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) std::signal(signal, SIG_DFL);
     ::close(fds[0]);
     int status = 0;
     std::string payload;

@@ -141,6 +141,25 @@ std::vector<Verdict> judge(const CapacityPlan& plan, const nlohmann::json& resul
     }
     verdicts.push_back(v);
   }
+  // A training scenario that no longer fits in HBM fails its plan even when no expectation names
+  // `oom`: its step time and MFU describe a run that cannot happen.
+  const nlohmann::json* oom = find_metric(result, "oom");
+  const bool named = std::any_of(plan.expectations.begin(), plan.expectations.end(), [](const Expectation& x) { return x.metric == "oom"; });
+  if (oom && *oom == true && !named) {
+    Verdict v;
+    v.plan_name = plan.job.name;
+    v.metric = "oom";
+    v.expected = "== false (always checked)";
+    v.predicted = "true";
+    v.passed = false;
+    v.message = "the scenario does not fit in HBM";
+    const nlohmann::json* peak = find_metric(result, "hbm_peak_bytes");
+    const nlohmann::json* capacity = find_metric(result, "hbm_capacity_bytes");
+    if (peak && capacity && peak->is_number() && capacity->is_number()) {
+      v.message += ": peak " + number_text(peak->get<double>()) + " bytes of " + number_text(capacity->get<double>());
+    }
+    verdicts.push_back(v);
+  }
   return verdicts;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 // Whole-buffer reads and writes on POSIX file descriptors (pipes to child processes).
+#include <cerrno>
 #include <string>
 #include <unistd.h>
 
@@ -10,7 +11,8 @@ inline bool write_all(int fd, const void* data, std::size_t size) {
   const char* bytes = static_cast<const char*>(data);
   while (size > 0) {
     const ssize_t written = ::write(fd, bytes, size);
-    if (written <= 0) return false;
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return false;  // errno tells why (ENOSPC, EPIPE, EIO...)
     bytes += written;
     size -= static_cast<std::size_t>(written);
   }
@@ -21,9 +23,12 @@ inline bool write_all(int fd, const void* data, std::size_t size) {
 inline std::string read_all(int fd) {
   std::string data;
   char buffer[65536];
-  ssize_t got;
-  while ((got = ::read(fd, buffer, sizeof buffer)) > 0) data.append(buffer, static_cast<std::size_t>(got));
-  return data;
+  while (true) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return data;
+    data.append(buffer, static_cast<std::size_t>(got));
+  }
 }
 
 }  // namespace fmsim
