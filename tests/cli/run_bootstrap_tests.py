@@ -75,9 +75,10 @@ def test_installs_the_test_packages_too():
 def apt_progress_is_shown():
     proc, log = stubbed(["bash", "scripts/install-deps.sh"])
     assert proc.returncode == 0, proc.stderr
-    assert "Unpacking stub-progress" in proc.stdout, "apt-get's output is hidden"
+    for step in ("update", "install"):
+        assert f"Unpacking stub-progress ({step}" in proc.stdout, f"the output of apt-get {step} is hidden"
     for line in log:
-        assert "-q" not in line.split(), f"apt-get runs quietly: {line}"
+        assert not any(arg.startswith("-q") or arg == "--quiet" for arg in line.split()), f"apt-get runs quietly: {line}"
 
 
 @test
