@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Installs the Debian packages fmsim builds with, idempotently: packages already present are skipped.
-# Works as root or through sudo. Safe to run on every `make demo` / `make test`.
-# With --test it also installs what the test suite needs beyond the build: Chromium (renders the HTML
-# report), and Debian's Python packages for the schema, report and notebook tests.
+# Installs the Debian packages fmsim builds with, idempotently: packages already present are skipped, and
+# when none is missing nothing is run (no apt-get, no network). Works as root or through sudo; apt's own
+# progress is shown. Needs only bash and dpkg, so it runs on a bare Debian (make is one of the packages).
+# Without an argument: what the `fmsim` binary needs (compiler, make, CMake, Ninja, ccache, SimGrid 3.32,
+# Boost.Graph, nlohmann/json, spdlog, CLI11). With --test also what only the test suite needs: Catch2 (unit
+# tests), python3 (end-to-end tests), Chromium (renders the HTML report), and Debian's Python packages for
+# the schema, report and notebook tests.
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config
-  libsimgrid-dev libboost-graph-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-  catch2 libcli11-dev python3
+  build-essential make cmake ninja-build ccache pkg-config
+  libsimgrid-dev libboost-graph-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
 )
-if [ "${1:-}" = "--test" ]; then
-  packages+=(chromium python3-jsonschema python3-pil python3-pandas python3-matplotlib
-             python3-nbformat python3-nbclient python3-ipykernel jupyter-nbconvert)
-fi
+case "${1:-}" in
+  "") ;;
+  --test)
+    packages+=(catch2 python3 chromium python3-jsonschema python3-pil python3-pandas python3-matplotlib
+               python3-nbformat python3-nbclient python3-ipykernel jupyter-nbconvert) ;;
+  *) echo "usage: scripts/install-deps.sh [--test]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
@@ -31,5 +36,5 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo_cmd=(sudo)
 fi
 export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+"${sudo_cmd[@]}" apt-get update
+"${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
