@@ -23,6 +23,7 @@
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
 #include "fmsim/report/sweep_spec.hpp"
 
 namespace fmsim::cli {
@@ -171,6 +172,7 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
 int run_merge(const MergeOptions& o) {
   std::map<std::size_t, std::string> lines;
   for (const auto& input : o.inputs) {
+    config::require_regular_file(input, "a sweep shard");
     std::ifstream in(input);
     if (!in) throw InputError(input + ": cannot open file for reading");
     std::string line;
@@ -207,7 +209,7 @@ void register_sweep(CLI::App& app, const GlobalOptions& globals, Action& action)
   sub->add_option("--shard-index", o->shard_index, "this shard (default: $SLURM_ARRAY_TASK_ID or $JOB_COMPLETION_INDEX, else 0)");
   sub->add_option("--shard-count", o->shard_count, "number of shards (default: $SLURM_ARRAY_TASK_COUNT, else 1)");
   sub->add_option("--out", o->out_file, "JSON Lines output ('-' = stdout); an existing file is resumed");
-  sub->add_option("--jobs", o->jobs, "points evaluated at once (default: the number of cores)");
+  sub->add_option("--jobs", o->jobs, "points evaluated at once (default: the number of cores)")->check(CLI::Range(1, 1024));
   sub->callback([&globals, o, &action] { action = [&globals, o] { return run_sweep(globals, *o); }; });
 
   auto m = std::make_shared<MergeOptions>();

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
 #include "fmsim/config/object_reader.hpp"
 
 namespace fmsim::report {
@@ -15,6 +16,7 @@ using ordered = nlohmann::ordered_json;
 
 SweepSpec load_sweep(const std::filesystem::path& path) {
   // Read with key order kept: the grid's first key varies slowest, as written.
+  config::require_regular_file(path, "the sweep file");
   std::ifstream in(path);
   if (!in) throw InputError(path.string() + ": cannot open file for reading");
   ordered doc = ordered::parse(in, nullptr, false);

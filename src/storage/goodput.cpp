@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "fmsim/common/error.hpp"
@@ -25,7 +26,7 @@ FailureModel read_failure_model(const workload::Scenario& s) {
   m.detection_s = r.quantity_or("detection", units::Dimension::time, m.detection_s);
   m.relaunch_s = r.quantity_or("relaunch", units::Dimension::time, m.relaunch_s);
   m.nccl_init_s = r.quantity_or("nccl_init", units::Dimension::time, m.nccl_init_s);
-  m.seed = static_cast<std::uint64_t>(r.int_or("seed", 1, 0));
+  m.seed = static_cast<std::uint64_t>(r.int_or("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
   m.trials = static_cast<int>(r.int_or("trials", m.trials, 1));
   r.reject_unknown_keys();
   return m;

@@ -173,7 +173,8 @@ bool is_model_path(const std::string& name_or_path) {
 std::filesystem::path model_config_path(const std::string& name_or_path, const std::filesystem::path& presets_dir) {
   if (is_model_path(name_or_path)) return name_or_path;
   std::filesystem::path path = presets_dir / (name_or_path + ".json");
-  if (!std::filesystem::exists(path)) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
     std::string known;
     for (const auto& name : preset_names(presets_dir)) known += (known.empty() ? "" : ", ") + name;
     throw InputError("model '" + name_or_path + "': no such preset (known presets: " + known +
