@@ -62,8 +62,11 @@ PoolSpec read_pool(ObjectReader& r, PoolSpec base) {
 LengthSpec read_length(ObjectReader& parent, const std::string& key) {
   const json& value = parent.required_value(key);
   LengthSpec spec;
-  if (value.is_number_integer() && !value.is_number_unsigned() && value.get<long long>() >= 1 &&
-      value.get<long long>() <= kMaxTokens) {
+  // Positive JSON integers arrive unsigned, negative ones signed: compare without converting.
+  const bool token_count = value.is_number_unsigned()
+                               ? value.get<std::uint64_t>() >= 1 && value.get<std::uint64_t>() <= kMaxTokens
+                               : value.is_number_integer() && value.get<long long>() >= 1 && value.get<long long>() <= kMaxTokens;
+  if (token_count) {
     spec.mean = static_cast<double>(value.get<long long>());
     spec.min = spec.max = static_cast<int>(value.get<long long>());
     return spec;

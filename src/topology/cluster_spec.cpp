@@ -16,12 +16,12 @@ using config::ObjectReader;
 using units::Dimension;
 
 constexpr double kBytesPerTiB = 1099511627776.0;
-constexpr std::int64_t kMaxNodes = 1 << 20;
-/// Measured on the shipped clusters (fmsim topo, peak RSS over node count): bytes per graph vertex and edge.
-constexpr double kGraphBytesPerVertex = 200.0, kGraphBytesPerEdge = 100.0;
-/// The largest cluster fmsim accepts: 1,048,576 GPUs (the fast-mode models scale to this; a cluster
-/// graph of this size takes about 1 GiB), and never a graph over 4 GiB.
-constexpr std::int64_t kMaxGpus = 1 << 20;
+/// Memory per vertex and per edge of the cluster graph, its max-flow copy and the summary: fmsim topo
+/// on p5.48xlarge clusters of 1,024 to 16,384 nodes peaks at 22.5 KB per node (18 vertices, 41 edges).
+constexpr double kGraphBytesPerVertex = 500.0, kGraphBytesPerEdge = 330.0;
+/// The largest cluster fmsim accepts: 1,048,576 nodes and GPUs (about 2.9 GiB for `topo` on 8-GPU
+/// nodes), and never one whose graph needs over 4 GiB, so every command stays well inside a 24 GiB machine.
+constexpr std::int64_t kMaxNodes = 1 << 20, kMaxGpus = 1 << 20;
 constexpr double kMaxGraphBytes = 4.0 * 1073741824.0;
 /// FSx for Lustre file systems top out in the tens of PiB; this keeps the OST count an int.
 constexpr double kMaxFsxBytes = 1024.0 * 1125899906842624.0;
@@ -43,13 +43,14 @@ double estimated_graph_bytes(std::int64_t nodes, int gpus_per_node) {
 void check_size(ObjectReader& root, const ClusterSpec& spec) {
   const std::int64_t gpus = std::int64_t{spec.nodes} * spec.gpus_per_node;
   const double bytes = estimated_graph_bytes(spec.nodes, spec.gpus_per_node);
-  if (gpus <= kMaxGpus && bytes <= kMaxGraphBytes) return;
-  char text[256];
+  if (spec.nodes <= kMaxNodes && gpus <= kMaxGpus && bytes <= kMaxGraphBytes) return;
+  char text[320];
   std::snprintf(text, sizeof text,
-                "at most %lld GPUs: %lld nodes x %d GPUs = %lld GPUs need about %.1f GiB for the cluster graph alone "
-                "(fmsim keeps it under %.0f GiB)",
-                static_cast<long long>(kMaxGpus), static_cast<long long>(spec.nodes), spec.gpus_per_node,
-                static_cast<long long>(gpus), bytes / 1073741824.0, kMaxGraphBytes / 1073741824.0);
+                "a smaller cluster: %lld nodes x %d GPUs = %lld GPUs need about %.1f GiB for the cluster graph alone "
+                "(fmsim takes at most %lld nodes, %lld GPUs and %.0f GiB of graph)",
+                static_cast<long long>(spec.nodes), spec.gpus_per_node, static_cast<long long>(gpus),
+                bytes / 1073741824.0, static_cast<long long>(kMaxNodes), static_cast<long long>(kMaxGpus),
+                kMaxGraphBytes / 1073741824.0);
   root.fail(spec.ultraserver ? "ultraservers" : "nodes", text);
 }
 
@@ -71,7 +72,7 @@ void read_machines(ObjectReader& root, const hardware::Catalog& catalog, Cluster
       root.fail("instance_type", "an instance type that is its own NVLink domain; '" + type +
                                      "' is part of an UltraServer: use 'ultraserver_type' and 'ultraservers'");
     }
-    spec.nodes = static_cast<int>(root.required_int("nodes", 1, kMaxNodes));
+    spec.nodes = static_cast<int>(root.required_int("nodes", 1));
   } else {
     std::string type = root.required_string("ultraserver_type");
     const auto known = catalog.ultraserver_names();
@@ -81,7 +82,7 @@ void read_machines(ObjectReader& root, const hardware::Catalog& catalog, Cluster
     spec.ultraserver = catalog.ultraserver(type);
     spec.instance = catalog.instance(spec.ultraserver->instance);
     const std::int64_t instances = std::max(1, spec.ultraserver->instances);
-    const auto servers = root.required_int("ultraservers", 1, kMaxNodes / instances);
+    const auto servers = root.required_int("ultraservers", 1, ObjectReader::kIntMax / instances);
     spec.nvlink_domain_nodes = spec.ultraserver->instances;
     spec.nodes = static_cast<int>(servers * instances);
   }

@@ -102,7 +102,7 @@ def malformed_truncated_and_wrongly_typed_cluster_files():
             (cluster_text(nodes=2 ** 31).encode(), "2147483648"),
             (cluster_text(nodes=2 ** 64 - 1).encode(), "/nodes"),
             (cluster_text(nodes=-(2 ** 63)).encode(), "/nodes"),
-            (cluster_text(nodes=10 ** 9).encode(), "/nodes"),
+            (cluster_text(nodes=10 ** 9).encode(), "GiB for the cluster graph"),
             (cluster_text(nodes=1000000).encode(), "GiB for the cluster graph"),
             (cluster_text(fabric={"oversubscription": 1e308}).encode(), "oversubscription"),
             (cluster_text(fabric={"oversubscription": 0.5}).encode(), "oversubscription"),
