@@ -2,6 +2,7 @@
 // fmsim merge SHARD.jsonl... [--out FILE.jsonl]
 // A sweep evaluates every point of its grid/list (this shard's share) in child processes, --jobs at a
 // time, appending one JSON line per point; a rerun with the same --out resumes where it stopped.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -180,8 +181,10 @@ int run_merge(const MergeOptions& o) {
     while (std::getline(in, line)) {
       ++number;
       if (line.empty()) continue;
-      nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
-      if (doc.is_discarded() || !doc.contains("index") || !doc["index"].is_number_unsigned()) {
+      // Sweep lines are shallow; a deeply nested one would overflow the stack when written back out.
+      const auto opened = std::count_if(line.begin(), line.end(), [](char c) { return c == '[' || c == '{'; });
+      nlohmann::json doc = opened > 4096 ? nlohmann::json() : nlohmann::json::parse(line, nullptr, false);
+      if (doc.is_discarded() || !doc.is_object() || !doc.contains("index") || !doc["index"].is_number_unsigned()) {
         throw InputError(input + ":" + std::to_string(number) + ": expected a sweep line (JSON with an \"index\")");
       }
       lines.emplace(doc["index"].get<std::size_t>(), doc.dump());

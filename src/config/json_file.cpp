@@ -26,6 +26,32 @@ std::pair<std::size_t, std::size_t> line_and_column(const std::string& text, std
   return {line, column};
 }
 
+/// Refuses JSON nested deeper than any fmsim file needs before parsing it: the parser handles any depth,
+/// but copying, merging and printing such a document recurse once per level and overflow the stack.
+void check_nesting(const std::string& text, const std::string& origin) {
+  constexpr int kMaxDepth = 256;
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) {
+        auto [line, column] = line_and_column(text, i);
+        throw InputError(origin + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                         ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
 }  // namespace
 
 bool is_valid_utf8(std::string_view text) {
@@ -71,6 +97,7 @@ void require_regular_file(const std::filesystem::path& path, const std::string& 
 }
 
 JsonFile parse_json_text(const std::string& text, const std::string& origin) {
+  check_nesting(text, origin);
   try {
     return JsonFile{origin, nlohmann::json::parse(text)};
   } catch (const nlohmann::json::out_of_range& error) {

@@ -1,6 +1,7 @@
 // Scenario files: reading, --set overrides, and expansion of cluster/model references.
 #include "fmsim/workload/scenario.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "fmsim/common/error.hpp"
@@ -66,6 +67,9 @@ void apply_set(json& root, const std::string& assignment) {
                      ": expected PATH=VALUE, e.g. parallelism.tensor_model_parallel_size=4 (PATH=null removes a key)");
   }
   const std::string path = assignment.substr(0, equals), text = assignment.substr(equals + 1);
+  if (std::count_if(text.begin(), text.end(), [](char c) { return c == '[' || c == '{'; }) > 256) {
+    throw InputError("--set " + quote_for_message(assignment) + ": a value nested deeper than any scenario needs");
+  }
   json value = json::parse(text, nullptr, false);
   if (value.is_discarded()) value = text;
   // null removes the key (JSON merge-patch semantics). Under an object that names a "base" file, the

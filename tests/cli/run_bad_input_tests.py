@@ -124,6 +124,8 @@ def malformed_truncated_and_wrongly_typed_cluster_files():
             (cluster_text(usd_per_hour=-3).encode(), "usd_per_hour"),
             (cluster_text(typo=1).encode(), "unknown key 'typo'"),
             (cluster_text(instance_type="\u00e9" * 3000).encode(), "/instance_type"),
+            (b"[" * 100000 + b"]" * 100000, "nested deeper"),
+            (b'{"a":' * 100000 + b"1" + b"}" * 100000, "nested deeper"),
         ]
         for content, fragment in cases:
             path = write(d, "c.json", content)
@@ -373,6 +375,11 @@ def check_sweep_merge_and_report_with_bad_files():
         garbage = write(d, "garbage.json", '{"schema": "fmsim.plan/1", "command": ')
         not_object = write(d, "list.json", "[1]")
         utf8_name = write(d, b"p-\xff.json", "{}")
+        deep = write(d, "deep.json", '{"a":' * 100000 + "1" + "}" * 100000)
+        deep_line = write(d, "deep.jsonl", '{"index": 0, "a": ' + "[" * 100000 + "]" * 100000 + "}\n")
+        huge_grid = write(d, "grid.json", json.dumps({
+            "schema": "fmsim.sweep/1", "name": "g", "command": "run", "scenario": TRAIN,
+            "grid": {f"training.k{i}": list(range(10)) for i in range(11)}}))
         for args, fragment in [
             (["check", os.path.join(d, "none.json")], "none.json"),
             (["check", empty_dir], "no plan files"),
@@ -380,6 +387,13 @@ def check_sweep_merge_and_report_with_bad_files():
             (["check", not_object], "list.json"),
             (["check", utf8_name], "UTF-8"),
             (["check", "x" * 5000], "x" * 20),
+            (["sweep", deep, "--out", out], "nested deeper"),
+            (["sweep", huge_grid, "--out", out], "more than 1000000 points"),
+            (["merge", deep_line, "--out", out], "sweep line"),
+            (["run", deep, "--json", out], "nested deeper"),
+            (["report", deep, "--html", out], "nested deeper"),
+            (["run", TRAIN, "--set", "name=" + "[" * 1000 + "]" * 1000, "--json", out], "nested deeper"),
+            (["run", TRAIN, "--set", "model=" + d, "--json", out], "is a directory"),
             (["sweep", d, "--out", out], "is a directory"),
             (["sweep", os.path.join(d, "none.json"), "--out", out], "none.json"),
             (["sweep", garbage, "--out", out], "garbage.json"),
