@@ -100,7 +100,7 @@ void read_fabric(ObjectReader& root, ClusterSpec& spec) {
   if (!fabric) return;
   std::string topology = fabric->choice_or("topology", {"rail-optimized", "fat-tree"}, "rail-optimized");
   spec.fabric.topology = topology == "fat-tree" ? FabricTopology::fat_tree : FabricTopology::rail_optimized;
-  spec.fabric.nodes_per_leaf = static_cast<int>(fabric->int_or("nodes_per_leaf", 16, 1));
+  spec.fabric.nodes_per_leaf = static_cast<int>(fabric->int_or("nodes_per_leaf", 16, 1, kMaxNodes));
   spec.fabric.oversubscription = fabric->number_or("oversubscription", 1.0, 0.0);
   if (spec.fabric.oversubscription < 1.0) {
     fabric->fail("oversubscription", "a ratio >= 1 (1 = non-blocking, 2 = 2:1 leaf downlink:uplink)");

@@ -133,8 +133,11 @@ TrainingOptions read_training(ObjectReader& r) {
   t.grad_reduce_in_fp32 = r.bool_or("grad_reduce_in_fp32", false);
   t.fp8_param_gather = r.bool_or("fp8_param_gather", false);
   t.bucket_params = r.number_or("bucket_size", 0.0, -1.0);
+  // Runs: at most 1e16 tokens (several hundred times today's largest) and a billion steps, so that the
+  // step count and the run's seconds stay exact in 64-bit arithmetic.
   if (r.has("total_tokens")) t.total_tokens = r.required_number("total_tokens", 0.0);
-  if (r.has("train_iters")) t.train_iters = r.required_int("train_iters", 1);
+  if (t.total_tokens > 1e16) r.fail("total_tokens", "a token count > 0 and at most 1e16");
+  if (r.has("train_iters")) t.train_iters = r.required_int("train_iters", 1, 1000000000);
   if (t.total_tokens > 0 && t.train_iters > 0) r.fail("train_iters", "either total_tokens or train_iters, not both");
   r.reject_unknown_keys();
   return t;
