@@ -120,14 +120,16 @@ JsonFile parse_json_text(const std::string& text, const std::string& origin) {
 
 JsonFile load_json_file(const std::filesystem::path& path) {
   require_regular_file(path);
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);  // fails (harmlessly) for pipes and devices
+  if (!error && size > kMaxJsonBytes) {
+    throw InputError(path.string() + ": " + std::to_string(size) + " bytes: larger than any input fmsim reads (at most 1 GiB)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string() + ": cannot open file for reading");
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw InputError(path.string() + ": error while reading file");
-  if (buffer.str().size() > kMaxJsonBytes) {
-    throw InputError(path.string() + ": " + std::to_string(buffer.str().size()) + " bytes: larger than any input fmsim reads (at most 1 GiB)");
-  }
   return parse_json_text(buffer.str(), path.string());
 }
 

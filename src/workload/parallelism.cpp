@@ -21,15 +21,19 @@ Parallelism read_parallelism(ObjectReader& r, int gpus) {
   Parallelism p;
   // No parallel size can exceed the GPUs of the cluster; capping each at that keeps every product of them
   // (TP x PP x CP, EP x ETP) well inside 64-bit arithmetic, and the int casts exact.
-  const std::int64_t most = std::max(1, gpus);
-  p.tp = static_cast<int>(r.int_or("tensor_model_parallel_size", 1, 1, most));
-  p.pp = static_cast<int>(r.int_or("pipeline_model_parallel_size", 1, 1, most));
+  const auto size = [&r, gpus](const std::string& key, std::int64_t fallback) {
+    const auto value = r.int_or(key, fallback, 1);
+    if (value > std::max(1, gpus)) r.fail(key, "an integer >= 1 and at most the cluster's " + std::to_string(gpus) + " GPUs");
+    return static_cast<int>(value);
+  };
+  p.tp = size("tensor_model_parallel_size", 1);
+  p.pp = size("pipeline_model_parallel_size", 1);
   p.vp = r.has("virtual_pipeline_model_parallel_size") && r.required_value("virtual_pipeline_model_parallel_size").is_null()
              ? 1
              : static_cast<int>(r.int_or("virtual_pipeline_model_parallel_size", 1, 1, kMaxVirtualStages));
-  p.cp = static_cast<int>(r.int_or("context_parallel_size", 1, 1, most));
-  p.ep = static_cast<int>(r.int_or("expert_model_parallel_size", 1, 1, most));
-  p.etp = static_cast<int>(r.int_or("expert_tensor_parallel_size", std::min<std::int64_t>(p.tp, most), 1, most));
+  p.cp = size("context_parallel_size", 1);
+  p.ep = size("expert_model_parallel_size", 1);
+  p.etp = size("expert_tensor_parallel_size", p.tp);
   p.sequence_parallel = r.bool_or("sequence_parallel", p.tp > 1);
   p.micro_batch = static_cast<int>(r.int_or("micro_batch_size", 1, 1));
   p.global_batch = static_cast<int>(r.required_int("global_batch_size", 1));
