@@ -61,7 +61,7 @@ TEST_CASE("UTF-8 is checked where names and values enter", "[robustness]") {
   CHECK_THROWS_WITH(fmsim::config::load_json_file(fmsim::test::source_dir() / "configs"), Contains("is a directory"));
 }
 
-TEST_CASE("--set PATH=null removes a key; under a base file it stays null for the merge", "[robustness]") {
+TEST_CASE("a key set to null is removed, and under a base file kept as null for the merge", "[robustness]") {
   using fmsim::workload::apply_set;
   auto doc = nlohmann::json::parse(
       R"({"parallelism": {"pipeline_model_parallel_layout": "Et|tL", "tensor_model_parallel_size": 2},
