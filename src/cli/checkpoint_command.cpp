@@ -165,7 +165,7 @@ void register_checkpoint(CLI::App& app, const GlobalOptions& globals, Action& ac
   CLI::App* sub = app.add_subcommand("checkpoint", "checkpoint save/restore time, step stall and goodput under failures, per strategy");
   sub->add_option("scenario", o->scenario_file, "training scenario with an optional checkpoint and failures section")->required();
   sub->add_option("--strategy", o->strategy, "judge one strategy: fsx, s3, nvme+fsx, nvme+s3 or peer (default: compare all)");
-  sub->add_option("--set", o->sets, "override a scenario value: PATH=VALUE (repeatable), e.g. checkpoint.interval_steps=200");
+  add_override_options(sub, o->sets, "checkpoint.interval_steps=200");
   sub->add_option("--json", o->json_file, "write the result document ('-' = stdout, replaces the summary)");
   sub->add_flag("--allow-oom", o->allow_oom, "assess even when the model does not fit in GPU memory (\"oom\": true)");
   sub->callback([&globals, o, &action] { action = [&globals, o] { return run_checkpoint(globals, *o); }; });

@@ -1,8 +1,11 @@
 // fmsim collective CLUSTER.json --op all_reduce -b 8 -e 16G -f 2 [--gpus N] [--algo A] [--proto P]
 //                  [--fidelity fast|full] [--placement P] [--seed N] [--json FILE|-]
 // Prints the nccl-tests table for a simulated run.
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -66,17 +69,17 @@ int run_collective(const GlobalOptions& globals, const CollectiveOptions& o) {
   if (o.fidelity != "fast" && o.fidelity != "full") throw InputError("--fidelity '" + o.fidelity + "': expected fast or full");
   request.fidelity = o.fidelity == "full" ? collectives::Fidelity::full : collectives::Fidelity::fast;
   double factor = 0;
-  try {
-    factor = std::stod(o.factor);
-  } catch (const std::exception&) {
-    throw InputError("-f '" + o.factor + "': expected a number >= 2");
+  const char* const factor_end = o.factor.data() + o.factor.size();
+  const auto [factor_stop, factor_error] = std::from_chars(o.factor.data(), factor_end, factor, std::chars_format::fixed);
+  if (o.factor.empty() || factor_error != std::errc() || factor_stop != factor_end || !std::isfinite(factor)) {
+    throw InputError("-f '" + o.factor + "': expected a number >= 2, like 2 or 4");
   }
   request.sizes_bytes = collectives::size_sweep(size_option("-b", o.min_size), size_option("-e", o.max_size), factor);
   auto policy = topology::parse_placement_policy(o.placement);
 
   auto catalog = load_catalog(globals);
   auto spec = topology::load_cluster(o.cluster_file, catalog);
-  const int gpus = o.gpus > 0 ? o.gpus : spec.total_gpus();
+  const int gpus = o.gpus != 0 ? o.gpus : spec.total_gpus();
   if (gpus > spec.total_gpus()) {
     throw InputError("--gpus " + std::to_string(gpus) + ": the cluster " + spec.name + " has only " +
                      std::to_string(spec.total_gpus()) + " GPUs");
@@ -133,12 +136,13 @@ void register_collective(CLI::App& app, const GlobalOptions& globals, Action& ac
   sub->add_option("-b,--minbytes", o->min_size, "smallest size, nccl-tests style (8, 128K, 1M, 16G)");
   sub->add_option("-e,--maxbytes", o->max_size, "largest size");
   sub->add_option("-f,--stepfactor", o->factor, "multiply the size by this factor each row");
-  sub->add_option("--gpus", o->gpus, "GPUs in the communicator (default: the whole cluster)");
+  sub->add_option("--gpus", o->gpus, "GPUs in the communicator (default: the whole cluster)")
+      ->check(CLI::Range(2, std::numeric_limits<int>::max()));
   sub->add_option("--algo", o->algorithm, "force an algorithm: ring, tree, nvls, nvls_tree, hierarchical, pairwise");
   sub->add_option("--proto", o->protocol, "force a protocol: LL, LL128, Simple");
   sub->add_option("--fidelity", o->fidelity, "fast (default) or full (every message; the referee)");
   sub->add_option("--placement", o->placement, "packed, topology-aware or scattered");
-  sub->add_option("--seed", o->seed, "seed of the scattered placement");
+  sub->add_option("--seed", o->seed, "seed of the scattered placement")->check(CLI::NonNegativeNumber);
   sub->add_option("--json", o->json_file, "write the rows as JSON ('-' = stdout, replaces the table)");
   sub->callback([&globals, o, &action] { action = [&globals, o] { return run_collective(globals, *o); }; });
 }

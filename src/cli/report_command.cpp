@@ -25,8 +25,14 @@ int run_report(const ReportOptions& o) {
   }
   const auto result = config::load_json_file(o.result_file);
   // Render everything before writing anything, so a bad result leaves no partial outputs.
-  const std::string html = o.html_file.empty() ? "" : report::html_report(result.root, o.result_file);
-  const std::string metrics = o.prometheus_file.empty() ? "" : report::prometheus_text(result.root, o.result_file);
+  std::string html, metrics;
+  try {
+    html = o.html_file.empty() ? "" : report::html_report(result.root, o.result_file);
+    metrics = o.prometheus_file.empty() ? "" : report::prometheus_text(result.root, o.result_file);
+  } catch (const nlohmann::json::exception& error) {
+    // A field of the wrong type or shape: the file is not a result fmsim wrote (or it was edited).
+    throw InputError(o.result_file + ": not a result document fmsim writes (" + error.what() + ")");
+  }
   if (!html.empty()) write_output(o.html_file, html);
   if (!metrics.empty()) write_output(o.prometheus_file, metrics);
   // Said once everything is written (a failure above leaves no note of a half-done report).

@@ -203,7 +203,7 @@ void register_run(CLI::App& app, const GlobalOptions& globals, Action& action) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* sub = app.add_subcommand("run", "simulate one training step: step time, tokens/s, MFU, memory, cost");
   sub->add_option("scenario", o->scenario_file, "training scenario (configs/training/*.json)");
-  sub->add_option("--set", o->sets, "override a scenario value: PATH=VALUE (repeatable), e.g. parallelism.tensor_model_parallel_size=4");
+  add_override_options(sub, o->sets, "parallelism.tensor_model_parallel_size=4");
   sub->add_option("--json", o->json_file, "write the result document ('-' = stdout, replaces the summary)");
   sub->add_option("--timeline", o->timeline_file, "write a Chrome trace-event time line (open in Perfetto)");
   sub->add_option("--prometheus", o->prometheus_file, "write Prometheus text metrics (as fmsim report --prometheus)");
@@ -218,7 +218,7 @@ void register_trace(CLI::App& app, const GlobalOptions& globals, Action& action)
   CLI::App* sub = app.add_subcommand("trace", "write the per-rank op graph of one training step (Chakra-style JSON)");
   sub->add_option("scenario", o->scenario_file, "training scenario (configs/training/*.json)")->required();
   sub->add_option("--out", o->out_file, "trace file to write ('-' = stdout)")->required();
-  sub->add_option("--set", o->sets, "override a scenario value: PATH=VALUE (repeatable)");
+  add_override_options(sub, o->sets, "model.num_hidden_layers=40");
   sub->add_option("--fidelity", o->fidelity, "fast (one rank per pipeline stage, default) or full (every rank)");
   sub->callback([&globals, o, &action] { action = [&globals, o] { return write_trace(globals, *o); }; });
 }

@@ -57,7 +57,7 @@ void register_serve(CLI::App& app, const GlobalOptions& globals, Action& action)
   auto o = std::make_shared<ServeOptions>();
   CLI::App* sub = app.add_subcommand("serve", "simulate LLM serving: throughput, TTFT/TPOT percentiles, SLO goodput, KV cache, cost");
   sub->add_option("scenario", o->scenario_file, "serving scenario (configs/serving/*.json)")->required();
-  sub->add_option("--set", o->sets, "override a scenario value: PATH=VALUE (repeatable), e.g. workload.rate=20/s");
+  add_override_options(sub, o->sets, "workload.rate=20/s");
   sub->add_option("--json", o->json_file, "write the result document ('-' = stdout, replaces the summary)");
   sub->add_option("--timeline", o->timeline_file, "write a Chrome trace-event timeline (iterations, KV transfers) for Perfetto");
   sub->add_option("--prometheus", o->prometheus_file, "write Prometheus text metrics (as fmsim report --prometheus)");

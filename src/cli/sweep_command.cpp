@@ -2,6 +2,7 @@
 // fmsim merge SHARD.jsonl... [--out FILE.jsonl]
 // A sweep evaluates every point of its grid/list (this shard's share) in child processes, --jobs at a
 // time, appending one JSON line per point; a rerun with the same --out resumes where it stopped.
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <chrono>
@@ -26,6 +27,7 @@
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
 #include "fmsim/report/sweep_spec.hpp"
 
 namespace fmsim::cli {
@@ -152,6 +154,7 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
 int run_merge(const MergeOptions& o) {
   std::map<std::size_t, std::string> lines;
   for (const auto& input : o.inputs) {
+    config::require_regular_file(input, "a sweep shard");
     std::ifstream in(input);
     if (!in) throw InputError(input + ": cannot open file for reading");
     std::string line;
@@ -159,8 +162,10 @@ int run_merge(const MergeOptions& o) {
     while (std::getline(in, line)) {
       ++number;
       if (line.empty()) continue;
-      nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
-      if (doc.is_discarded() || !doc.contains("index") || !doc["index"].is_number_unsigned()) {
+      // Sweep lines are shallow; a deeply nested one would overflow the stack when written back out.
+      const auto opened = std::count_if(line.begin(), line.end(), [](char c) { return c == '[' || c == '{'; });
+      nlohmann::json doc = opened > 4096 ? nlohmann::json() : nlohmann::json::parse(line, nullptr, false);
+      if (doc.is_discarded() || !doc.is_object() || !doc.contains("index") || !doc["index"].is_number_unsigned()) {
         throw InputError(input + ":" + std::to_string(number) + ": expected a sweep line (JSON with an \"index\")");
       }
       lines.emplace(doc["index"].get<std::size_t>(), doc.dump());
@@ -188,7 +193,7 @@ void register_sweep(CLI::App& app, const GlobalOptions& globals, Action& action)
   sub->add_option("--shard-index", o->shard_index, "this shard (default: $SLURM_ARRAY_TASK_ID or $JOB_COMPLETION_INDEX, else 0)");
   sub->add_option("--shard-count", o->shard_count, "number of shards (default: $SLURM_ARRAY_TASK_COUNT, else 1)");
   sub->add_option("--out", o->out_file, "JSON Lines output ('-' = stdout); an existing file is resumed");
-  sub->add_option("--jobs", o->jobs, "points evaluated at once (default: the number of cores)");
+  sub->add_option("--jobs", o->jobs, "points evaluated at once (default: the number of cores)")->check(CLI::Range(1, 1024));
   sub->callback([&globals, o, &action] { action = [&globals, o] { return run_sweep(globals, *o); }; });
 
   auto m = std::make_shared<MergeOptions>();

@@ -1,6 +1,8 @@
 #include "fmsim/config/object_reader.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <limits>
 
 #include "fmsim/common/error.hpp"
 
@@ -22,7 +24,15 @@ ObjectReader::ObjectReader(const nlohmann::json& object, std::string file, std::
   }
 }
 
-bool ObjectReader::has(const std::string& key) const { return object_.contains(key); }
+bool ObjectReader::has(const std::string& key) const {
+  read_keys_.insert(key);
+  return object_.contains(key);
+}
+
+std::string integer_range(std::int64_t minimum, std::int64_t maximum) {
+  if (maximum == std::numeric_limits<std::int64_t>::max()) return "an integer >= " + std::to_string(minimum);
+  return "an integer >= " + std::to_string(minimum) + " and <= " + std::to_string(maximum);
+}
 
 void ObjectReader::fail(const std::string& key, const std::string& expected) const {
   std::string found = object_.contains(key) ? render_value(object_.at(key)) : "nothing (key missing)";
@@ -73,17 +83,22 @@ std::string ObjectReader::choice_or(const std::string& key, const std::vector<st
   fail(key, "one of: " + list);
 }
 
-std::int64_t ObjectReader::required_int(const std::string& key, std::int64_t minimum) {
-  if (!present(key)) fail(key, "an integer >= " + std::to_string(minimum) + " (this key is required)");
-  return int_or(key, minimum, minimum);
+std::int64_t ObjectReader::required_int(const std::string& key, std::int64_t minimum, std::int64_t maximum) {
+  if (!present(key)) fail(key, integer_range(minimum, maximum) + " (this key is required)");
+  return int_or(key, minimum, minimum, maximum);
 }
 
-std::int64_t ObjectReader::int_or(const std::string& key, std::int64_t fallback, std::int64_t minimum) {
+std::int64_t ObjectReader::int_or(const std::string& key, std::int64_t fallback, std::int64_t minimum,
+                                  std::int64_t maximum) {
   if (!present(key)) return fallback;
   const auto& value = fetch(key);
-  if (!value.is_number_integer() || value.get<std::int64_t>() < minimum) {
-    fail(key, "an integer >= " + std::to_string(minimum));
-  }
+  // JSON integers above 2^63 arrive unsigned; compare before converting so nothing wraps.
+  const bool in_range = value.is_number_unsigned()
+                            ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(maximum) &&
+                                  (minimum <= 0 || value.get<std::uint64_t>() >= static_cast<std::uint64_t>(minimum))
+                            : value.is_number_integer() && value.get<std::int64_t>() >= minimum &&
+                                  value.get<std::int64_t>() <= maximum;
+  if (!in_range) fail(key, integer_range(minimum, maximum));
   return value.get<std::int64_t>();
 }
 
@@ -95,10 +110,13 @@ double ObjectReader::required_number(const std::string& key, double minimum_excl
 double ObjectReader::number_or(const std::string& key, double fallback, double minimum_exclusive) {
   if (!present(key)) return fallback;
   const auto& value = fetch(key);
-  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= minimum_exclusive) {
+  // No count, ratio or price fmsim reads comes near 1e30; capping there keeps sums and products finite.
+  constexpr double kLargestNumber = 1e30;
+  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= minimum_exclusive ||
+      value.get<double>() > kLargestNumber) {
     char bound[64];
     std::snprintf(bound, sizeof bound, "%g", minimum_exclusive);
-    fail(key, std::string("a number > ") + bound);
+    fail(key, std::string("a number > ") + bound + " and at most 1e30");
   }
   return value.get<double>();
 }

@@ -2,7 +2,9 @@
 #include "fmsim/inference/requests.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -10,9 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
 
 namespace fmsim::inference {
 namespace {
+
+/// As many requests as a generated workload may have (serve_scenario.cpp).
+constexpr std::size_t kMaxTraceRequests = 10000000;
 
 /// Uniform in (0, 1) from 53 random bits: the same numbers on every platform (std:: distributions are not).
 double unit(std::mt19937_64& rng) { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; }
@@ -44,10 +50,22 @@ int draw_length(const LengthSpec& spec, std::mt19937_64& rng) {
 }
 
 int positive_count(const std::filesystem::path& path, int line, const std::string& key, double value) {
-  if (!(value >= 1) || value != std::floor(value) || value > 1e9) {
-    trace_error(path, line, key + " = " + std::to_string(value) + ": expected a whole number of tokens >= 1");
+  // The same limits as generated workloads: 16M tokens per request, 4096 samples.
+  const double most = key == "samples" ? 4096.0 : 16777216.0;
+  if (!(value >= 1) || value != std::floor(value) || value > most) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g", value);
+    trace_error(path, line, key + " = " + text + ": expected a whole number from 1 to " + std::to_string(static_cast<long long>(most)));
   }
   return static_cast<int>(value);
+}
+
+/// A plain decimal number as JSON writes them ("0.25", "812", "1.5e3"): no hex, inf, nan, or spaces.
+bool decimal_number(const std::string& text, double& value) {
+  if (text.empty() || text.find_first_not_of("0123456789.eE+-") != std::string::npos) return false;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value, std::chars_format::general);
+  return error == std::errc() && stop == end && std::isfinite(value);
 }
 
 std::vector<std::string> split_csv(const std::string& line) {
@@ -65,6 +83,7 @@ std::vector<std::string> split_csv(const std::string& line) {
 }  // namespace
 
 std::vector<Request> read_trace(const std::filesystem::path& path, int default_samples) {
+  config::require_regular_file(path, "workload.trace");
   std::ifstream in(path);
   if (!in) throw InputError(path.string() + ": cannot open the trace file (workload.trace)");
   const bool csv = path.extension() == ".csv";
@@ -95,12 +114,8 @@ std::vector<Request> read_trace(const std::filesystem::path& path, int default_s
       double values[3];
       const int columns[3] = {arrival_column, input_column, output_column};
       for (int i = 0; i < 3; ++i) {
-        try {
-          std::size_t used = 0;
-          values[i] = std::stod(cells[columns[i]], &used);
-          if (used != cells[columns[i]].size()) throw std::invalid_argument("trailing text");
-        } catch (const std::exception&) {
-          trace_error(path, number, "'" + cells[columns[i]] + "' is not a number");
+        if (!decimal_number(cells[columns[i]], values[i])) {
+          trace_error(path, number, quote_for_message(cells[columns[i]]) + " is not a decimal number (like 0.25, 812 or 1e3)");
         }
       }
       request.arrival_s = values[0];
@@ -129,6 +144,9 @@ std::vector<Request> read_trace(const std::filesystem::path& path, int default_s
       trace_error(path, number, "arrival_s = " + std::to_string(request.arrival_s) + ": expected seconds >= 0");
     }
     requests.push_back(request);
+    if (requests.size() > kMaxTraceRequests) {
+      trace_error(path, number, "more than " + std::to_string(kMaxTraceRequests) + " requests (the most one run replays)");
+    }
   }
   if (requests.empty()) throw InputError(path.string() + ": the trace holds no requests");
   std::stable_sort(requests.begin(), requests.end(), [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });

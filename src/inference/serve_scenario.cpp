@@ -2,7 +2,10 @@
 // and the checks vLLM itself makes (TP dividing the attention heads and the KV heads, GPUs available).
 #include "fmsim/inference/serve_scenario.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
@@ -16,21 +19,28 @@ namespace {
 using nlohmann::json;
 using config::ObjectReader;
 
+/// Upper limits of serving settings, far above anything served: replicas (the largest cluster has
+/// 1,048,576 GPUs), TP and PP sizes, tokens in one request or batch (16M; the longest contexts are 10M),
+/// KV-cache block size, parallel samples per prompt, and requests per run (each costs memory and time:
+/// 10 million requests take about 2 GiB).
+constexpr std::int64_t kMaxReplicas = 1 << 20, kMaxParallelSize = 4096, kMaxTokens = 1 << 24,
+                       kMaxBlockSize = 1 << 16, kMaxSamples = 4096, kMaxRequests = 10000000;
+
 /// Keys a pool may set, read from the "serving" object (defaults for both pools) and from a pool's own
 /// object; `base` holds the values already read.
 PoolSpec read_pool(ObjectReader& r, PoolSpec base) {
-  base.replicas = static_cast<int>(r.int_or("replicas", base.replicas, 1));
-  base.tp = static_cast<int>(r.int_or("tensor_parallel_size", base.tp, 1));
-  base.pp = static_cast<int>(r.int_or("pipeline_parallel_size", base.pp, 1));
+  base.replicas = static_cast<int>(r.int_or("replicas", base.replicas, 1, kMaxReplicas));
+  base.tp = static_cast<int>(r.int_or("tensor_parallel_size", base.tp, 1, kMaxParallelSize));
+  base.pp = static_cast<int>(r.int_or("pipeline_parallel_size", base.pp, 1, kMaxParallelSize));
   base.expert_parallel = r.bool_or("enable_expert_parallel", base.expert_parallel);
   base.dp_attention = r.bool_or("data_parallel_attention", base.dp_attention);
   EngineOptions& e = base.engine;
-  e.max_num_seqs = static_cast<int>(r.int_or("max_num_seqs", e.max_num_seqs, 1));
-  e.max_num_batched_tokens = static_cast<int>(r.int_or("max_num_batched_tokens", e.max_num_batched_tokens, 1));
+  e.max_num_seqs = static_cast<int>(r.int_or("max_num_seqs", e.max_num_seqs, 1, kMaxTokens));
+  e.max_num_batched_tokens = static_cast<int>(r.int_or("max_num_batched_tokens", e.max_num_batched_tokens, 1, kMaxTokens));
   e.chunked_prefill = r.bool_or("enable_chunked_prefill", e.chunked_prefill);
   e.guaranteed_no_evict = r.choice_or("scheduler_policy", {"max_utilization", "guaranteed_no_evict"},
                                       e.guaranteed_no_evict ? "guaranteed_no_evict" : "max_utilization") == "guaranteed_no_evict";
-  e.block_size = static_cast<int>(r.int_or("block_size", e.block_size, 1));
+  e.block_size = static_cast<int>(r.int_or("block_size", e.block_size, 1, kMaxBlockSize));
   e.gpu_memory_utilization = r.number_or("gpu_memory_utilization", e.gpu_memory_utilization, 0.0);
   if (e.gpu_memory_utilization > 1.0) r.fail("gpu_memory_utilization", "a fraction in (0, 1]");
   e.prefix_caching = r.bool_or("enable_prefix_caching", e.prefix_caching);
@@ -52,25 +62,31 @@ PoolSpec read_pool(ObjectReader& r, PoolSpec base) {
 LengthSpec read_length(ObjectReader& parent, const std::string& key) {
   const json& value = parent.required_value(key);
   LengthSpec spec;
-  if (value.is_number_integer() && value.get<long long>() >= 1) {
+  // Positive JSON integers arrive unsigned, negative ones signed: compare without converting.
+  const bool token_count = value.is_number_unsigned()
+                               ? value.get<std::uint64_t>() >= 1 && value.get<std::uint64_t>() <= kMaxTokens
+                               : value.is_number_integer() && value.get<long long>() >= 1 && value.get<long long>() <= kMaxTokens;
+  if (token_count) {
     spec.mean = static_cast<double>(value.get<long long>());
     spec.min = spec.max = static_cast<int>(value.get<long long>());
     return spec;
   }
-  if (!value.is_object()) parent.fail(key, "a token count >= 1 or a distribution object {\"distribution\": \"fixed|uniform|lognormal\", ...}");
+  if (!value.is_object()) parent.fail(key, "a token count from 1 to " + std::to_string(kMaxTokens) + " or a distribution object {\"distribution\": \"fixed|uniform|lognormal\", ...}");
   ObjectReader r(value, parent.file(), parent.path_of(key));
   const std::string kind = r.choice_or("distribution", {"fixed", "uniform", "lognormal"}, "fixed");
+  if (kind == "uniform" && r.has("mean")) r.fail("mean", "no mean with distribution \"uniform\" (min and max define it)");
+  if (kind != "lognormal" && r.has("sigma")) r.fail("sigma", "no sigma unless distribution = \"lognormal\"");
   if (kind == "uniform") {
     spec.kind = LengthSpec::Kind::uniform;
-    spec.min = static_cast<int>(r.required_int("min", 1));
-    spec.max = static_cast<int>(r.required_int("max", spec.min));
+    spec.min = static_cast<int>(r.required_int("min", 1, kMaxTokens));
+    spec.max = static_cast<int>(r.required_int("max", spec.min, kMaxTokens));
     spec.mean = 0.5 * (spec.min + spec.max);
   } else {
     spec.kind = kind == "fixed" ? LengthSpec::Kind::fixed : LengthSpec::Kind::lognormal;
-    spec.mean = static_cast<double>(r.required_int("mean", 1));
+    spec.mean = static_cast<double>(r.required_int("mean", 1, kMaxTokens));
     if (spec.kind == LengthSpec::Kind::lognormal) spec.sigma = r.required_number("sigma", 0.0);
-    spec.min = static_cast<int>(r.int_or("min", 1, 1));
-    spec.max = static_cast<int>(r.int_or("max", 0, 0));
+    spec.min = static_cast<int>(r.int_or("min", 1, 1, kMaxTokens));
+    spec.max = static_cast<int>(r.int_or("max", 0, 0, kMaxTokens));
     if (spec.max > 0 && spec.max < spec.min) r.fail("max", "at least min (" + std::to_string(spec.min) + ")");
   }
   r.reject_unknown_keys();
@@ -80,16 +96,23 @@ LengthSpec read_length(ObjectReader& parent, const std::string& key) {
 WorkloadSpec read_workload(ObjectReader& r, const std::filesystem::path& base_dir) {
   WorkloadSpec w;
   const std::string arrival = r.choice_or("arrival", {"offline", "poisson", "trace"}, "poisson");
-  w.seed = static_cast<std::uint64_t>(r.int_or("seed", 1, 0));
-  w.samples_per_prompt = static_cast<int>(r.int_or("samples_per_prompt", 1, 1));
+  w.seed = static_cast<std::uint64_t>(r.int_or("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
+  w.samples_per_prompt = static_cast<int>(r.int_or("samples_per_prompt", 1, 1, kMaxSamples));
+  // Keys of the other arrival kinds are refused by name (and so listed among the known keys).
+  for (const char* key : {"requests", "rate", "input_tokens", "output_tokens"}) {
+    if (arrival == "trace" && r.has(key)) r.fail(key, "no such key with arrival = \"trace\" (the trace gives every request)");
+  }
+  if (arrival != "trace" && r.has("trace")) r.fail("trace", "no such key unless arrival = \"trace\"");
+  if (arrival == "offline" && r.has("rate")) r.fail("rate", "no such key with arrival = \"offline\" (every request arrives at t = 0)");
   if (arrival == "trace") {
     w.arrival = WorkloadSpec::Arrival::trace;
     std::filesystem::path trace = r.required_string("trace");
-    w.trace = trace.is_absolute() || !std::filesystem::exists(base_dir / trace) ? trace : base_dir / trace;
+    std::error_code error;
+    w.trace = trace.is_absolute() || !std::filesystem::exists(base_dir / trace, error) ? trace : base_dir / trace;
     return w;
   }
   w.arrival = arrival == "offline" ? WorkloadSpec::Arrival::offline : WorkloadSpec::Arrival::poisson;
-  w.requests = static_cast<int>(r.required_int("requests", 1));
+  w.requests = static_cast<int>(r.required_int("requests", 1, kMaxRequests));
   if (w.arrival == WorkloadSpec::Arrival::poisson) {
     w.rate_per_s = r.required_quantity("rate", units::Dimension::request_rate);
     if (!(w.rate_per_s > 0)) r.fail("rate", "an arrival rate above zero, like \"40/s\"");
@@ -136,9 +159,10 @@ void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::stri
 }  // namespace
 
 int ServeScenario::total_gpus() const {
-  int gpus = 0;
-  for (const auto& pool : pools) gpus += pool.replicas * pool.gpus_per_replica();
-  return gpus;
+  // Each factor is capped when read (replicas, TP, PP); the sum saturates rather than overflow.
+  std::int64_t gpus = 0;
+  for (const auto& pool : pools) gpus += std::int64_t{pool.replicas} * pool.tp * pool.pp;
+  return static_cast<int>(std::min<std::int64_t>(gpus, std::numeric_limits<int>::max()));
 }
 
 ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::vector<std::string>& sets,

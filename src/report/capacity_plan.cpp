@@ -61,7 +61,8 @@ std::vector<std::filesystem::path> plan_files(const std::vector<std::string>& ar
   std::vector<std::filesystem::path> files;
   for (const auto& argument : arguments) {
     const std::filesystem::path path = argument;
-    if (std::filesystem::is_directory(path)) {
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
       std::vector<std::filesystem::path> found;
       for (const auto& entry : std::filesystem::directory_iterator(path)) {
         if (entry.path().extension() == ".json") found.push_back(entry.path());
@@ -69,7 +70,7 @@ std::vector<std::filesystem::path> plan_files(const std::vector<std::string>& ar
       std::sort(found.begin(), found.end());
       if (found.empty()) throw InputError(argument + ": no plan files (*.json) in this directory");
       files.insert(files.end(), found.begin(), found.end());
-    } else if (std::filesystem::exists(path)) {
+    } else if (std::filesystem::exists(path, error)) {
       files.push_back(path);
     } else {
       throw InputError(argument + ": no such plan file or directory");

@@ -2,8 +2,10 @@
 #include "fmsim/report/sweep_spec.hpp"
 
 #include <fstream>
+#include <sstream>
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
 #include "fmsim/config/object_reader.hpp"
 
 namespace fmsim::report {
@@ -11,13 +13,22 @@ namespace {
 
 using ordered = nlohmann::ordered_json;
 
+/// Points in one sweep: each is a child process of seconds, so a million is already weeks of CPU.
+constexpr std::size_t kMaxPoints = 1000000;
+
 }  // namespace
 
 SweepSpec load_sweep(const std::filesystem::path& path) {
   // Read with key order kept: the grid's first key varies slowest, as written.
-  std::ifstream in(path);
+  config::require_regular_file(path, "the sweep file");
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string() + ": cannot open file for reading");
-  ordered doc = ordered::parse(in, nullptr, false);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  // The strict reader first: its errors give the line and column, and it refuses absurd nesting.
+  config::parse_json_text(text, path.string());
+  ordered doc = ordered::parse(text, nullptr, false);
   if (doc.is_discarded()) throw InputError(path.string() + ": not valid JSON");
   if (!doc.is_object()) throw InputError(path.string() + ": expected a JSON object (a sweep)");
   const nlohmann::json plain = nlohmann::json::parse(doc.dump());
@@ -30,9 +41,15 @@ SweepSpec load_sweep(const std::filesystem::path& path) {
     const ordered& grid = doc["grid"];
     if (!grid.is_object() || grid.empty()) root.fail("grid", "an object {\"scenario.path\": [values...]}");
     std::vector<std::pair<std::string, std::vector<nlohmann::json>>> axes;
+    double grid_points = 1;
     for (const auto& [key, values] : grid.items()) {
       if (!values.is_array() || values.empty()) {
         throw InputError(spec.file + ": at /grid/" + key + ": expected a non-empty list of values");
+      }
+      grid_points *= static_cast<double>(values.size());
+      if (grid_points > static_cast<double>(kMaxPoints)) {
+        throw InputError(spec.file + ": at /grid: more than " + std::to_string(kMaxPoints) +
+                         " points (the product of the list lengths); split the sweep or use \"points\"");
       }
       std::vector<nlohmann::json> list;
       for (const auto& value : values) list.push_back(nlohmann::json::parse(value.dump()));
@@ -55,6 +72,9 @@ SweepSpec load_sweep(const std::filesystem::path& path) {
   if (root.has("points")) {
     const auto& points = root.required_value("points");
     if (!points.is_array()) root.fail("points", "a list of objects {\"scenario.path\": value}");
+    if (points.size() + spec.points.size() > kMaxPoints) {
+      root.fail("points", "at most " + std::to_string(kMaxPoints) + " points in all (grid and list)");
+    }
     for (std::size_t i = 0; i < points.size(); ++i) {
       if (!points[i].is_object() || points[i].empty()) {
         throw InputError(spec.file + ": at /points/" + std::to_string(i) + ": expected an object {\"scenario.path\": value}");

@@ -58,8 +58,8 @@ CheckpointPlan read_checkpoint_plan(const workload::Scenario& s) {
   plan.interval_s = r.quantity_or("interval", units::Dimension::time, 0.0);
   if (r.has("interval") && plan.interval_s <= 0) r.fail("interval", "a time above zero, like '30min'");
   if (plan.interval_steps > 0 && plan.interval_s > 0) r.fail("interval", "either interval_steps or interval, not both");
-  plan.files_per_rank = static_cast<int>(r.int_or("files_per_rank", 1, 1));
-  plan.keep = static_cast<int>(r.int_or("keep", 2, 1));
+  plan.files_per_rank = static_cast<int>(r.int_or("files_per_rank", 1, 1, 65536));
+  plan.keep = static_cast<int>(r.int_or("keep", 2, 1, 65536));
   plan.peer_replicas = static_cast<int>(r.int_or("peer_replicas", 1, 1));
   if (plan.peer_replicas >= s.cluster.nodes && s.cluster.nodes > 1) {
     r.fail("peer_replicas", "fewer replicas than the cluster's " + std::to_string(s.cluster.nodes) + " nodes");

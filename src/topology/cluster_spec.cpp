@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
@@ -14,11 +16,42 @@ using config::ObjectReader;
 using units::Dimension;
 
 constexpr double kBytesPerTiB = 1099511627776.0;
+/// Memory per vertex and per edge of the cluster graph, its max-flow copy and the summary: fmsim topo
+/// on p5.48xlarge clusters of 1,024 to 16,384 nodes peaks at 22.5 KB per node (18 vertices, 41 edges).
+constexpr double kGraphBytesPerVertex = 500.0, kGraphBytesPerEdge = 330.0;
+/// The largest cluster fmsim accepts: 1,048,576 nodes and GPUs (about 2.9 GiB for `topo` on 8-GPU
+/// nodes), and never one whose graph needs over 4 GiB, so every command stays well inside a 24 GiB machine.
+constexpr std::int64_t kMaxNodes = 1 << 20, kMaxGpus = 1 << 20;
+constexpr double kMaxGraphBytes = 4.0 * 1073741824.0;
+/// FSx for Lustre file systems top out in the tens of PiB; this keeps the OST count an int.
+constexpr double kMaxFsxBytes = 1024.0 * 1125899906842624.0;
 
 std::string list(const std::vector<std::string>& names) {
   std::string text;
   for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
   return text;
+}
+
+/// Memory of the cluster graph (Boost adjacency list with named vertices): per node a host, an NVMe,
+/// one NIC per rail and the GPUs as vertices, and 1 + 2 x rails + 3 x GPUs edges.
+double estimated_graph_bytes(std::int64_t nodes, int gpus_per_node) {
+  const double vertices = 2.0 + 2.0 * gpus_per_node, edges = 1.0 + 5.0 * gpus_per_node;
+  return static_cast<double>(nodes) * (vertices * kGraphBytesPerVertex + edges * kGraphBytesPerEdge);
+}
+
+/// Refuses a cluster whose graph alone could not fit in memory, with the estimate, before building anything.
+void check_size(ObjectReader& root, const ClusterSpec& spec) {
+  const std::int64_t gpus = std::int64_t{spec.nodes} * spec.gpus_per_node;
+  const double bytes = estimated_graph_bytes(spec.nodes, spec.gpus_per_node);
+  if (spec.nodes <= kMaxNodes && gpus <= kMaxGpus && bytes <= kMaxGraphBytes) return;
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "a smaller cluster: %lld nodes x %d GPUs = %lld GPUs need about %.1f GiB for the cluster graph alone "
+                "(fmsim takes at most %lld nodes, %lld GPUs and %.0f GiB of graph)",
+                static_cast<long long>(spec.nodes), spec.gpus_per_node, static_cast<long long>(gpus),
+                bytes / 1073741824.0, static_cast<long long>(kMaxNodes), static_cast<long long>(kMaxGpus),
+                kMaxGraphBytes / 1073741824.0);
+  root.fail(spec.ultraserver ? "ultraservers" : "nodes", text);
 }
 
 void read_machines(ObjectReader& root, const hardware::Catalog& catalog, ClusterSpec& spec) {
@@ -28,6 +61,8 @@ void read_machines(ObjectReader& root, const hardware::Catalog& catalog, Cluster
     root.fail(by_instance ? "ultraserver_type" : "instance_type",
               "exactly one of 'instance_type' (with 'nodes') or 'ultraserver_type' (with 'ultraservers')");
   }
+  if (by_instance && root.has("ultraservers")) root.fail("ultraservers", "'nodes' with 'instance_type' ('ultraservers' goes with 'ultraserver_type')");
+  if (by_ultraserver && root.has("nodes")) root.fail("nodes", "'ultraservers' with 'ultraserver_type' ('nodes' goes with 'instance_type')");
   if (by_instance) {
     std::string type = root.required_string("instance_type");
     auto known = catalog.instance_names();
@@ -46,11 +81,13 @@ void read_machines(ObjectReader& root, const hardware::Catalog& catalog, Cluster
     }
     spec.ultraserver = catalog.ultraserver(type);
     spec.instance = catalog.instance(spec.ultraserver->instance);
-    int servers = static_cast<int>(root.required_int("ultraservers", 1));
+    const std::int64_t instances = std::max(1, spec.ultraserver->instances);
+    const auto servers = root.required_int("ultraservers", 1, ObjectReader::kIntMax / instances);
     spec.nvlink_domain_nodes = spec.ultraserver->instances;
-    spec.nodes = servers * spec.nvlink_domain_nodes;
+    spec.nodes = static_cast<int>(servers * instances);
   }
   spec.gpus_per_node = spec.instance.gpus;
+  check_size(root, spec);
   spec.gpu = catalog.gpu(spec.instance.gpu);
   spec.nvlink = catalog.interconnect(spec.instance.nvlink);
   spec.network = catalog.interconnect(spec.instance.interconnect);
@@ -63,7 +100,7 @@ void read_fabric(ObjectReader& root, ClusterSpec& spec) {
   if (!fabric) return;
   std::string topology = fabric->choice_or("topology", {"rail-optimized", "fat-tree"}, "rail-optimized");
   spec.fabric.topology = topology == "fat-tree" ? FabricTopology::fat_tree : FabricTopology::rail_optimized;
-  spec.fabric.nodes_per_leaf = static_cast<int>(fabric->int_or("nodes_per_leaf", 16, 1));
+  spec.fabric.nodes_per_leaf = static_cast<int>(fabric->int_or("nodes_per_leaf", 16, 1, kMaxNodes));
   spec.fabric.oversubscription = fabric->number_or("oversubscription", 1.0, 0.0);
   if (spec.fabric.oversubscription < 1.0) {
     fabric->fail("oversubscription", "a ratio >= 1 (1 = non-blocking, 2 = 2:1 leaf downlink:uplink)");
@@ -87,7 +124,9 @@ void read_storage(ObjectReader& root, const hardware::Catalog& catalog, ClusterS
     if (!known) fsx->fail("deployment_type", "one of: " + list(catalog.fsx_deployment_names()));
     const auto& deployment = catalog.fsx_deployment(out.deployment_type);
     out.capacity_bytes = fsx->required_quantity("capacity", Dimension::bytes);
-    if (out.capacity_bytes <= 0) fsx->fail("capacity", "a capacity above zero, like '480TiB'");
+    if (out.capacity_bytes <= 0 || out.capacity_bytes > kMaxFsxBytes) {
+      fsx->fail("capacity", "a capacity above zero and at most 1024PiB, like '480TiB'");
+    }
     double tib = out.capacity_bytes / kBytesPerTiB;
     out.throughput_Bps = tib * deployment.network_throughput_per_tib_Bps;
     out.disk_throughput_Bps = tib * deployment.disk_throughput_per_tib_Bps;

@@ -11,6 +11,12 @@ namespace {
 
 using UnitTable = std::unordered_map<std::string_view, double>;
 
+/// No physical quantity fmsim models comes near this (1e30 bytes, seconds, bytes/s or FLOP/s), and
+/// sums or products of a few such values stay finite.
+constexpr double kLargestQuantity = 1e30;
+/// The largest collective size on the command line: 1 PiB, far beyond any GPU memory.
+constexpr double kLargestSizeArgument = 1125899906842624.0;
+
 const UnitTable& bytes_units() {
   static const UnitTable table = {
       {"B", 1.0},           {"KB", 1e3},          {"MB", 1e6},          {"GB", 1e9},
@@ -78,6 +84,7 @@ std::pair<double, std::string_view> split_number(std::string_view text) {
   if (end == 0) throw std::invalid_argument("no number");
   double value = 0.0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + end, value);
+  if (ec == std::errc::result_out_of_range) throw std::invalid_argument("number out of range");
   if (ec != std::errc() || ptr != text.data() + end) throw std::invalid_argument("malformed number");
   return {value, trim(text.substr(end))};
 }
@@ -103,7 +110,10 @@ double parse(std::string_view text, Dimension dimension) {
   if (it == table.end()) throw std::invalid_argument("unknown unit '" + std::string(unit) + "'");
   if (!std::isfinite(value)) throw std::invalid_argument("not a finite number");
   if (value < 0) throw std::invalid_argument("negative value");
-  return value * it->second;
+  const double si = value * it->second;
+  // 1e306h or 1e300PiB: finite as written, infinite in SI units.
+  if (!std::isfinite(si) || si > kLargestQuantity) throw std::invalid_argument("too large a value");
+  return si;
 }
 
 double parse_size_argument(std::string_view text) {
@@ -123,7 +133,9 @@ double parse_size_argument(std::string_view text) {
   if (ec != std::errc() || ptr != text.data() + text.size()) {
     throw std::invalid_argument("expected an integer with an optional K/M/G/T suffix (powers of 1024)");
   }
-  return static_cast<double>(count) * multiplier;
+  const double bytes = static_cast<double>(count) * multiplier;
+  if (bytes > kLargestSizeArgument) throw std::invalid_argument("at most 1P bytes (1024T)");
+  return bytes;
 }
 
 }  // namespace fmsim::units

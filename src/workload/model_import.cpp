@@ -6,6 +6,7 @@
 
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
+#include "fmsim/config/object_reader.hpp"
 #include "fmsim/workload/model.hpp"
 
 namespace fmsim::workload {
@@ -13,18 +14,28 @@ namespace {
 
 using nlohmann::json;
 
+constexpr long long kMaxDimension = 1 << 24, kMaxLayers = 1 << 14;
+
 class HfReader {
  public:
   HfReader(const json& config, std::string file) : config_(config), file_(std::move(file)) {
     if (!config_.is_object()) throw InputError(file_ + ": expected a JSON object (a Hugging Face config.json)");
   }
   /// The first of `keys` present and not null, as a positive integer; `fallback` if none (< 0: required).
+  /// Every dimension, count and length is at most 16,777,216 (layers at most 16,384): far beyond any
+  /// model, and small enough that products of two of them stay exact in the int64 and double math.
   int integer(const std::vector<std::string>& keys, int fallback, int minimum = 1) const {
     for (const auto& key : keys) {
       auto it = config_.find(key);
       if (it == config_.end() || it->is_null()) continue;
-      if (!it->is_number_integer() || it->get<long long>() < minimum) {
-        throw InputError(file_ + ": /" + key + " = " + it->dump() + ": expected an integer >= " + std::to_string(minimum));
+      const long long most = key == "num_hidden_layers" || key == "n_layer" || key == "num_layers" ? kMaxLayers : kMaxDimension;
+      const bool in_range = it->is_number_unsigned() ? it->get<unsigned long long>() <= static_cast<unsigned long long>(most) &&
+                                                           it->get<long long>() >= minimum
+                                                     : it->is_number_integer() && it->get<long long>() >= minimum &&
+                                                           it->get<long long>() <= most;
+      if (!in_range) {
+        throw InputError(file_ + ": /" + key + " = " + config::render_value(*it) + ": expected an integer >= " +
+                         std::to_string(minimum) + " and <= " + std::to_string(most));
       }
       return static_cast<int>(it->get<long long>());
     }
@@ -130,7 +141,11 @@ ModelSpec model_from_hf_config(const json& config, const std::string& file) {
     }
     m.moe.expert_ffn = hf.integer({"moe_intermediate_size", "moe_ffn_hidden_size"}, m.ffn);
     int shared_count = hf.integer({"n_shared_experts", "num_shared_experts"}, 0, 0);
-    m.moe.shared_ffn = hf.integer({"shared_expert_intermediate_size"}, shared_count * m.moe.expert_ffn, 0);
+    const long long shared_ffn = static_cast<long long>(shared_count) * m.moe.expert_ffn;
+    if (shared_ffn > kMaxDimension && !hf.find("shared_expert_intermediate_size")) {
+      hf.fail("n_shared_experts", std::to_string(shared_count), "expected fewer shared experts (their combined width is over 16,777,216)");
+    }
+    m.moe.shared_ffn = hf.integer({"shared_expert_intermediate_size"}, static_cast<int>(std::min(shared_ffn, kMaxDimension)), 0);
     m.moe.first_dense_layers = hf.integer({"first_k_dense_replace"}, 0, 0);
     m.moe.layer_frequency = hf.integer({"moe_layer_freq", "decoder_sparse_step"}, 1);
     // Group-limited routing (DeepSeek-V3: 8 groups, top-4; Megatron-Core moe_router_num_groups and
@@ -173,7 +188,8 @@ bool is_model_path(const std::string& name_or_path) {
 std::filesystem::path model_config_path(const std::string& name_or_path, const std::filesystem::path& presets_dir) {
   if (is_model_path(name_or_path)) return name_or_path;
   std::filesystem::path path = presets_dir / (name_or_path + ".json");
-  if (!std::filesystem::exists(path)) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
     std::string known;
     for (const auto& name : preset_names(presets_dir)) known += (known.empty() ? "" : ", ") + name;
     throw InputError("model '" + name_or_path + "': no such preset (known presets: " + known +

@@ -1,6 +1,9 @@
 // Reading and validating the parallel strategy (Megatron-Core argument names).
 #include "fmsim/workload/parallelism.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "fmsim/common/error.hpp"
 #include "fmsim/compute/compute_model.hpp"
 #include "fmsim/workload/pipeline_schedule.hpp"
@@ -9,16 +12,28 @@ namespace fmsim::workload {
 
 using config::ObjectReader;
 
+namespace {
+/// Virtual pipeline stages per rank: no model has more layers than this.
+constexpr std::int64_t kMaxVirtualStages = 4096;
+}  // namespace
+
 Parallelism read_parallelism(ObjectReader& r, int gpus) {
   Parallelism p;
-  p.tp = static_cast<int>(r.int_or("tensor_model_parallel_size", 1, 1));
-  p.pp = static_cast<int>(r.int_or("pipeline_model_parallel_size", 1, 1));
+  // No parallel size can exceed the GPUs of the cluster; capping each at that keeps every product of them
+  // (TP x PP x CP, EP x ETP) well inside 64-bit arithmetic, and the int casts exact.
+  const auto size = [&r, gpus](const std::string& key, std::int64_t fallback) {
+    const auto value = r.int_or(key, fallback, 1);
+    if (value > std::max(1, gpus)) r.fail(key, "an integer >= 1 and at most the cluster's " + std::to_string(gpus) + " GPUs");
+    return static_cast<int>(value);
+  };
+  p.tp = size("tensor_model_parallel_size", 1);
+  p.pp = size("pipeline_model_parallel_size", 1);
   p.vp = r.has("virtual_pipeline_model_parallel_size") && r.required_value("virtual_pipeline_model_parallel_size").is_null()
              ? 1
-             : static_cast<int>(r.int_or("virtual_pipeline_model_parallel_size", 1, 1));
-  p.cp = static_cast<int>(r.int_or("context_parallel_size", 1, 1));
-  p.ep = static_cast<int>(r.int_or("expert_model_parallel_size", 1, 1));
-  p.etp = static_cast<int>(r.int_or("expert_tensor_parallel_size", p.tp, 1));
+             : static_cast<int>(r.int_or("virtual_pipeline_model_parallel_size", 1, 1, kMaxVirtualStages));
+  p.cp = size("context_parallel_size", 1);
+  p.ep = size("expert_model_parallel_size", 1);
+  p.etp = size("expert_tensor_parallel_size", p.tp);
   p.sequence_parallel = r.bool_or("sequence_parallel", p.tp > 1);
   p.micro_batch = static_cast<int>(r.int_or("micro_batch_size", 1, 1));
   p.global_batch = static_cast<int>(r.required_int("global_batch_size", 1));
@@ -35,25 +50,25 @@ Parallelism read_parallelism(ObjectReader& r, int gpus) {
   p.account_for_embedding = r.bool_or("account_for_embedding_in_pipeline_split", false);
   p.account_for_loss = r.bool_or("account_for_loss_in_pipeline_split", false);
   p.layout = r.string_or("pipeline_model_parallel_layout", "");
-  const int model_parallel = p.tp * p.pp * p.cp;
+  const std::int64_t model_parallel = std::int64_t{p.tp} * p.pp * p.cp;
   if (gpus % model_parallel != 0) {
     throw InputError(r.file() + ": " + r.path_of("tensor_model_parallel_size") + ": " + std::to_string(gpus) +
                      " GPUs are not divisible by TP x PP x CP = " + std::to_string(p.tp) + " x " + std::to_string(p.pp) +
                      " x " + std::to_string(p.cp) + " = " + std::to_string(model_parallel));
   }
-  p.dp = gpus / model_parallel;
+  p.dp = static_cast<int>(gpus / model_parallel);
   if (r.has("data_parallel_size")) {
-    int given = static_cast<int>(r.required_int("data_parallel_size", 1));
+    const auto given = r.required_int("data_parallel_size", 1);
     if (given != p.dp) {
       r.fail("data_parallel_size", "the derived value " + std::to_string(p.dp) + " (GPUs / (TP x PP x CP)); leave it out");
     }
   }
-  if (p.global_batch % (p.micro_batch * p.dp) != 0) {
+  if (p.global_batch % (std::int64_t{p.micro_batch} * p.dp) != 0) {
     throw InputError(r.file() + ": " + r.path_of("global_batch_size") + " = " + std::to_string(p.global_batch) +
                      ": expected a multiple of micro_batch_size x data parallel size = " + std::to_string(p.micro_batch) +
-                     " x " + std::to_string(p.dp) + " = " + std::to_string(p.micro_batch * p.dp));
+                     " x " + std::to_string(p.dp) + " = " + std::to_string(std::int64_t{p.micro_batch} * p.dp));
   }
-  p.microbatches = p.global_batch / (p.micro_batch * p.dp);
+  p.microbatches = static_cast<int>(p.global_batch / (std::int64_t{p.micro_batch} * p.dp));
   r.reject_unknown_keys();
   return p;
 }
@@ -122,8 +137,11 @@ TrainingOptions read_training(ObjectReader& r) {
   t.grad_reduce_in_fp32 = r.bool_or("grad_reduce_in_fp32", false);
   t.fp8_param_gather = r.bool_or("fp8_param_gather", false);
   t.bucket_params = r.number_or("bucket_size", 0.0, -1.0);
+  // Runs: at most 1e16 tokens (several hundred times today's largest) and a billion steps, so that the
+  // step count and the run's seconds stay exact in 64-bit arithmetic.
   if (r.has("total_tokens")) t.total_tokens = r.required_number("total_tokens", 0.0);
-  if (r.has("train_iters")) t.train_iters = r.required_int("train_iters", 1);
+  if (t.total_tokens > 1e16) r.fail("total_tokens", "a token count > 0 and at most 1e16");
+  if (r.has("train_iters")) t.train_iters = r.required_int("train_iters", 1, 1000000000);
   if (t.total_tokens > 0 && t.train_iters > 0) r.fail("train_iters", "either total_tokens or train_iters, not both");
   r.reject_unknown_keys();
   return t;
@@ -140,7 +158,7 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
     fail(tp_key, p.tp, "does not divide the model's " + std::to_string(m.kv_heads) + " key/value heads (num_query_groups)");
   }
   if (m.ffn % p.tp != 0) fail(tp_key, p.tp, "does not divide the MLP intermediate size " + std::to_string(m.ffn));
-  if (p.pp * p.vp > m.layers) {
+  if (std::int64_t{p.pp} * p.vp > m.layers) {
     fail("/parallelism/pipeline_model_parallel_size", p.pp,
          "x virtual stages " + std::to_string(p.vp) + " exceeds the model's " + std::to_string(m.layers) + " layers");
   }
@@ -177,7 +195,7 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
     if (m.moe.experts % p.ep != 0) {
       fail("/parallelism/expert_model_parallel_size", p.ep, "does not divide the model's " + std::to_string(m.moe.experts) + " experts");
     }
-    if ((p.tp * p.cp * p.dp) % (p.ep * p.etp) != 0) {
+    if ((std::int64_t{p.tp} * p.cp * p.dp) % (std::int64_t{p.ep} * p.etp) != 0) {
       fail("/parallelism/expert_model_parallel_size", p.ep,
            "x expert_tensor_parallel_size " + std::to_string(p.etp) + " must divide TP x CP x DP = " +
                std::to_string(p.tp * p.cp * p.dp));

@@ -64,7 +64,14 @@ std::string expand_layout(std::string text, const std::string& where) {
       std::size_t j = i + 1;
       while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
       if (j == i + 1) throw InputError(where + ": '*' must be followed by a count in the pipeline layout");
-      repeat = std::stoi(text.substr(i + 1, j - i - 1));
+      // No layout has more symbols than a model has layers and stages: a few thousand.
+      constexpr std::size_t kMaxLayoutSymbols = 1 << 16;
+      const std::string count = text.substr(i + 1, j - i - 1);
+      if (count.size() > 5 || std::stoi(count) * unit.size() + out.size() > kMaxLayoutSymbols) {
+        throw InputError(where + ": the pipeline layout repeats '" + unit.substr(0, 20) + "' " + count.substr(0, 20) +
+                         " times: more than the " + std::to_string(kMaxLayoutSymbols) + " symbols a layout may expand to");
+      }
+      repeat = std::stoi(count);
       i = j;
     }
     for (int r = 0; r < repeat; ++r) out += unit;
@@ -78,6 +85,7 @@ std::vector<std::pair<int, int>> stage_layers(int layers, int stages, bool accou
                                               const std::string& layout, const std::string& where) {
   std::vector<int> counts;
   if (!layout.empty()) {
+    if (layout.size() > 4096) throw InputError(where + ": a pipeline layout of " + std::to_string(layout.size()) + " characters (at most 4096)");
     const std::string expanded = expand_layout(layout, where);
     counts.push_back(0);
     for (char c : expanded) {
@@ -93,7 +101,8 @@ std::vector<std::pair<int, int>> stage_layers(int layers, int stages, bool accou
     if (static_cast<int>(counts.size()) != stages || total != layers) {
       throw InputError(where + ": pipeline layout '" + layout + "' has " + std::to_string(counts.size()) + " stages and " +
                        std::to_string(total) + " layers; expected " + std::to_string(stages) + " stages (PP x VP) and " +
-                       std::to_string(layers) + " layers");
+                       std::to_string(layers) + " layers (after changing the layers or stages, write a new layout "
+                       "or drop it: --unset parallelism.pipeline_model_parallel_layout)");
     }
   } else {
     const int slots = layers + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0);

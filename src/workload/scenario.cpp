@@ -1,6 +1,9 @@
 // Scenario files: reading, --set overrides, and expansion of cluster/model references.
 #include "fmsim/workload/scenario.hpp"
 
+#include <algorithm>
+#include <limits>
+
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
 #include "fmsim/config/object_reader.hpp"
@@ -13,7 +16,8 @@ using nlohmann::json;
 std::filesystem::path resolve_path(const std::string& text, const std::filesystem::path& base_dir) {
   std::filesystem::path path = text;
   if (path.is_absolute()) return path;
-  if (std::filesystem::exists(base_dir / path)) return base_dir / path;
+  std::error_code error;  // a name too long for the system is reported when the file is opened
+  if (std::filesystem::exists(base_dir / path, error)) return base_dir / path;
   return path;  // relative to the working directory; load_json_file names it if missing
 }
 
@@ -56,25 +60,43 @@ ModelSpec expand_model(const json& value, const std::string& origin, const std::
 }
 
 void apply_set(json& root, const std::string& assignment) {
+  if (!config::is_valid_utf8(assignment)) throw InputError("--set: the assignment is not valid UTF-8");
   const auto equals = assignment.find('=');
   if (equals == std::string::npos || equals == 0) {
-    throw InputError("--set '" + assignment + "': expected PATH=VALUE, e.g. parallelism.tensor_model_parallel_size=4");
+    throw InputError("--set " + quote_for_message(assignment) +
+                     ": expected PATH=VALUE, e.g. parallelism.tensor_model_parallel_size=4 (PATH=null removes a key)");
   }
   const std::string path = assignment.substr(0, equals), text = assignment.substr(equals + 1);
+  if (std::count_if(text.begin(), text.end(), [](char c) { return c == '[' || c == '{'; }) > 256) {
+    throw InputError("--set " + quote_for_message(assignment) + ": a value nested deeper than any scenario needs");
+  }
   json value = json::parse(text, nullptr, false);
   if (value.is_discarded()) value = text;
+  // null removes the key (JSON merge-patch semantics). Under an object that names a "base" file, the
+  // null stays: merging it into the base removes the key from what the base file says.
+  const bool remove = value.is_null();
+  bool under_base = false;
   json* node = &root;
   std::size_t start = 0;
   while (true) {
     const auto dot = path.find('.', start);
     const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (key.empty()) throw InputError("--set '" + assignment + "': empty key in the path");
+    if (key.empty()) throw InputError("--set " + quote_for_message(assignment) + ": empty key in the path");
     if (!node->is_object()) {
-      throw InputError("--set '" + assignment + "': '" + path.substr(0, start ? start - 1 : 0) + "' is not an object");
+      throw InputError("--set " + quote_for_message(assignment) + ": '" + path.substr(0, start ? start - 1 : 0) +
+                       "' is not an object");
     }
+    under_base = under_base || node->contains("base");
     if (dot == std::string::npos) {
-      (*node)[key] = value;
+      if (!remove || under_base) {
+        (*node)[key] = value;
+      } else if (!node->erase(key)) {
+        throw InputError("--set " + quote_for_message(assignment) + ": there is no key '" + path + "' to remove");
+      }
       return;
+    }
+    if (remove && !under_base && !node->contains(key)) {
+      throw InputError("--set " + quote_for_message(assignment) + ": there is no key '" + path + "' to remove");
     }
     node = &(*node)[key];
     if (node->is_null()) *node = json::object();
@@ -118,7 +140,7 @@ Scenario scenario_from_json(json document, const std::string& origin, const std:
   s.training = read_training(training);
   config::ObjectReader parallelism = root.required_object("parallelism");
   s.placement = topology::parse_placement_policy(parallelism.string_or("placement", "packed"));
-  s.seed = static_cast<std::uint64_t>(parallelism.int_or("placement_seed", 0, 0));
+  s.seed = static_cast<std::uint64_t>(parallelism.int_or("placement_seed", 0, 0, std::numeric_limits<std::int64_t>::max()));
   s.parallelism = read_parallelism(parallelism, s.cluster.total_gpus());
   if (auto simulation = root.optional_object("simulation")) {
     s.fidelity = simulation->choice_or("fidelity", {"fast", "full"}, "fast") == "full" ? Fidelity::full : Fidelity::fast;

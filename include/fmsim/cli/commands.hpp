@@ -3,6 +3,7 @@
 // succeeded. Actions return the process exit code and throw InputError for bad input.
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "fmsim/hardware/catalog.hpp"
 
@@ -21,6 +22,10 @@ using Action = std::function<int()>;
 
 /// The catalog named by --catalog, else the default one.
 hardware::Catalog load_catalog(const GlobalOptions& globals);
+
+/// Registers --set PATH=VALUE and --unset PATH on `sub`; both append to `sets` in command-line order
+/// (--unset PATH as PATH=null, which removes the key).
+void add_override_options(CLI::App* sub, std::vector<std::string>& sets, const std::string& example);
 
 void register_topo(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_collective(CLI::App& app, const GlobalOptions& globals, Action& action);

@@ -19,6 +19,7 @@ class ObjectReader {
   /// `object` must outlive the reader. Throws InputError if it is not a JSON object.
   ObjectReader(const nlohmann::json& object, std::string file, std::string path = "");
 
+  /// Whether the key is present; the key also becomes one this reader knows (listed in unknown-key errors).
   bool has(const std::string& key) const;
   const std::string& file() const { return file_; }
   std::string path_of(const std::string& key) const { return path_ + "/" + key; }
@@ -30,9 +31,14 @@ class ObjectReader {
   std::string choice_or(const std::string& key, const std::vector<std::string>& allowed,
                         const std::string& fallback);
 
-  /// Integers; `minimum` is checked ("expected an integer >= 1").
-  std::int64_t required_int(const std::string& key, std::int64_t minimum);
-  std::int64_t int_or(const std::string& key, std::int64_t fallback, std::int64_t minimum);
+  /// The largest value an int field accepts unless a caller gives its own maximum: every count that is
+  /// later held in an `int` is range-checked here, before any cast.
+  static constexpr std::int64_t kIntMax = 2147483647;
+  /// Integers in [minimum, maximum] ("expected an integer >= 1 and <= 2147483647"); the range is checked on
+  /// the JSON value itself, so 4294967296 or 1e20 never wraps around.
+  std::int64_t required_int(const std::string& key, std::int64_t minimum, std::int64_t maximum = kIntMax);
+  std::int64_t int_or(const std::string& key, std::int64_t fallback, std::int64_t minimum,
+                      std::int64_t maximum = kIntMax);
 
   double required_number(const std::string& key, double minimum_exclusive);
   double number_or(const std::string& key, double fallback, double minimum_exclusive);
@@ -64,8 +70,11 @@ class ObjectReader {
   const nlohmann::json& object_;
   std::string file_;
   std::string path_;
-  std::set<std::string> read_keys_;  ///< every key asked for, present or not
+  mutable std::set<std::string> read_keys_;  ///< every key asked for (read or tested with has()), present or not
 };
+
+/// "an integer >= MIN and <= MAX" (or just ">= MIN" when MAX is the int64 limit), for messages.
+std::string integer_range(std::int64_t minimum, std::int64_t maximum);
 
 /// Short rendering of a JSON value for messages ("\"80GB\"", "-3", "{...}").
 std::string render_value(const nlohmann::json& value);

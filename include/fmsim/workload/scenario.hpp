@@ -36,7 +36,9 @@ struct Scenario {
 
 /// Applies one "a.b.c=value" override to a JSON document. The value is JSON when it parses as JSON
 /// (numbers, true/false, objects), else a string. Intermediate objects are created as needed.
-/// Throws InputError for a malformed assignment or a path through a non-object.
+/// "a.b.c=null" (what --unset a.b.c passes) removes the key; under an object with a "base" file the
+/// null is kept, so that merging it removes the key from the base too (JSON merge patch).
+/// Throws InputError for a malformed assignment, a path through a non-object, or nothing to remove.
 void apply_set(nlohmann::json& root, const std::string& assignment);
 
 /// A scenario's "cluster" value (a topology file name, {"base": FILE, overrides...} or an inline
