@@ -256,6 +256,11 @@ def goodput_finishes_when_failures_outpace_checkpoints():
     out_file = os.path.join(TMP, "never.json")
     expect_bad_input(["checkpoint", big, "--strategy", "fsx", "--set", "failures.relaunch=1000h", "--json", out_file],
                      ["never ends", "failures.relaunch"], out_file)
+    expect_bad_input(["checkpoint", big, "--strategy", "fsx", "--set", "failures.trials=2147483647", "--json", out_file],
+                     ["/failures/trials", "2147483647"], out_file)
+    # No checkpoint in the whole 15.6 T-token run (~3 years of steps) against a ~25 h MTBF: refused, not a hang.
+    expect_bad_input(["checkpoint", big, "--strategy", "fsx", "--set", "checkpoint.interval_steps=2147483647",
+                      "--json", out_file], ["never ends"], out_file)
 
 
 try:
