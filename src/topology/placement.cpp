@@ -77,11 +77,10 @@ std::vector<int> domain_balanced_nodes(const ClusterGraph& cluster, int ranks) {
   std::string nearest = std::to_string(below);
   if (above > 0) nearest += " or " + std::to_string(above);
   throw InputError("cannot place " + std::to_string(ranks) + " ranks on " + spec.name + " (" + spec.source_file +
-                   "): a job spanning NVLink domains of " + std::to_string(domain_gpus) +
-                   " GPUs needs the same number of whole " + spec.instance.name + " instances (" +
-                   std::to_string(per_node) + " GPUs each) in every domain it uses, of " + std::to_string(domains) +
-                   " (expected at most " + std::to_string(domain_gpus) + " ranks, or a count that splits evenly: " +
-                   "nearest " + nearest + ")");
+                   "): a job larger than one NVLink domain needs the same number of whole " + spec.instance.name +
+                   " instances (" + std::to_string(per_node) + " GPUs each) in each domain it uses; the cluster has " +
+                   std::to_string(domains) + " domains of " + std::to_string(domain_gpus) + " GPUs (expected at most " +
+                   std::to_string(domain_gpus) + " ranks, or a count that splits evenly: nearest " + nearest + ")");
 }
 
 }  // namespace

@@ -135,7 +135,7 @@ def a_partial_domain_that_cannot_be_placed_exits_2_with_the_reason():
         out = os.path.join(d, "out.json")
         # 100 GPUs: neither one rack nor equal whole trays (4 GPUs) in 2, 3 or 4 racks.
         expect_bad_input(["collective", c, "--op", "all_reduce", "--gpus", "100", "--json", out],
-                         ["cannot place 100 ranks", "p6e-gb200-4x72", "72 GPUs", "nearest 96 or 104"], out)
+                         ["cannot place 100 ranks", "p6e-gb200-4x72", "4 domains of 72 GPUs", "nearest 96 or 104"], out)
         expect_bad_input(["collective", c, "--op", "all_reduce", "--gpus", "289", "--json", out],
                          ["--gpus 289", "only 288 GPUs"], out)
 
@@ -156,9 +156,9 @@ def nvlink_partitions_split_an_nvl72_into_8_gpu_domains():
         # Two 8-GPU partitions talk over EFA: slower than 16 GPUs in one NVLink domain.
         assert doc["rows"][0]["busbw_GBps"] < whole["rows"][0]["busbw_GBps"]
         out = os.path.join(d, "out.json")
-        spec["nvlink_partition_gpus"] = 12
+        spec["nvlink_partition_gpus"] = 16
         bad = write(d, "bad.json", json.dumps(spec))
-        expect_bad_input(["topo", bad, "--json", out], ["bad.json", "/nvlink_partition_gpus", "12", "divides"], out)
+        expect_bad_input(["topo", bad, "--json", out], ["bad.json", "/nvlink_partition_gpus", "16", "divides"], out)
         p5 = write(d, "p5.json", '{"instance_type": "p5.48xlarge", "nodes": 2, "nvlink_partition_gpus": 8}')
         expect_bad_input(["topo", p5, "--json", out], ["p5.json", "/nvlink_partition_gpus", "ultraserver_type"], out)
 
