@@ -110,8 +110,10 @@ std::vector<int> place_ranks(const ClusterGraph& cluster, int ranks, PlacementPo
   }
   const int per_node = cluster.spec.gpus_per_node;
   const int domain_gpus = per_node * cluster.spec.nvlink_domain_nodes;
-  if (cluster.spec.nvlink_domain_nodes > 1 && ranks > domain_gpus && policy != PlacementPolicy::scattered) {
-    return fill_nodes(cluster, domain_balanced_nodes(cluster, ranks), ranks);
+  if (cluster.spec.nvlink_domain_nodes > 1 && policy != PlacementPolicy::scattered) {
+    // UltraServer clusters: NVLink domains, not leaf groups, decide (a job that fits one stays in it).
+    if (ranks > domain_gpus) return fill_nodes(cluster, domain_balanced_nodes(cluster, ranks), ranks);
+    policy = PlacementPolicy::packed;
   }
   const int nodes_needed = (ranks + per_node - 1) / per_node;
   std::vector<int> nodes(cluster.spec.nodes);
