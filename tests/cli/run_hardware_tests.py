@@ -216,4 +216,17 @@ def training_runs_on_gb300_b300_and_nvlink_partitions():
         assert doc["derived"]["gpus"] == 64
 
 
+@test
+def training_runs_once_on_every_new_cluster():
+    with tempfile.TemporaryDirectory() as d:
+        for name, gpus, gpu in (("p6-b300-16node.json", 128, "B300"), ("p6e-gb300-4x72.json", 288, "GB300"),
+                                ("dgx-gb200-nvl72-8rack-ib.json", 576, "GB200"),
+                                ("dgx-gb300-nvl72-4rack-ib.json", 288, "GB300")):
+            s = scenario(d, name[:-5], os.path.join(TOPO, name),
+                         {"tensor_model_parallel_size": 2, "global_batch_size": gpus}, precision="fp8")
+            doc = run_json("run", s)
+            assert doc["derived"]["gpus"] == gpus and doc["derived"]["gpu"] == gpu, name
+            assert doc["step_time_s"] > 0, name
+
+
 run_tests()
