@@ -86,6 +86,11 @@ class CatalogLoader {
       gpu.sm_count = count(entry, "sm_count", gpu.sources);
       gpu.gemm_peak_efficiency = fraction(entry, "gemm_peak_efficiency", gpu.sources);
       gpu.hbm_achievable_fraction = fraction(entry, "hbm_achievable_fraction", gpu.sources);
+      if (entry.has("tdp_W")) {
+        ObjectReader figure = open_figure(entry, "tdp_W", gpu.sources);
+        gpu.tdp_W = figure.required_number("value", 0.0);
+        figure.reject_unknown_keys({"note"});
+      }
       entry.reject_unknown_keys();
       catalog_.gpus_[name] = gpu;
     }
@@ -126,6 +131,7 @@ class CatalogLoader {
       spec.nvlink_domain = entry.choice_or("nvlink_domain", {"instance", "ultraserver"}, "instance");
       spec.interconnect = entry.required_string("interconnect");
       spec.gpus = count(entry, "gpus", spec.sources);
+      spec.gpu_memory_bytes = optional_quantity(entry, "gpu_memory", Dimension::bytes, spec.sources);
       spec.nics = count(entry, "nics", spec.sources);
       spec.network_bandwidth_Bps = quantity(entry, "network_bandwidth", Dimension::bandwidth, spec.sources);
       spec.nvme_bytes = quantity(entry, "nvme_capacity", Dimension::bytes, spec.sources);
@@ -193,7 +199,11 @@ class CatalogLoader {
   /// References between tables must resolve (an instance names a GPU and interconnects that exist).
   void cross_check() const {
     for (const auto& [name, instance] : catalog_.instances_) {
-      catalog_.gpu(instance.gpu);
+      const GpuSpec& gpu = catalog_.gpu(instance.gpu);
+      if (instance.gpu_memory_bytes > gpu.hbm_bytes) {
+        throw InputError("instances.json: at /instances/" + name + "/gpu_memory: more than the " + gpu.name +
+                         "'s hbm_capacity (expected the HBM per GPU the instance exposes, at most the GPU's)");
+      }
       if (catalog_.interconnect(instance.nvlink).kind != "nvlink") {
         throw InputError("instances.json: at /instances/" + name + "/nvlink: '" + instance.nvlink +
                          "' is not an NVLink generation");

@@ -89,8 +89,35 @@ void read_machines(ObjectReader& root, const hardware::Catalog& catalog, Cluster
   spec.gpus_per_node = spec.instance.gpus;
   check_size(root, spec);
   spec.gpu = catalog.gpu(spec.instance.gpu);
+  if (spec.instance.gpu_memory_bytes > 0) {
+    // The instance exposes less HBM per GPU than the GPU's datasheet figure (p6-b300: 268 of 288 GB).
+    spec.gpu.hbm_bytes = spec.instance.gpu_memory_bytes;
+    spec.gpu.sources["hbm_capacity"] = spec.instance.sources.at("gpu_memory");
+  }
   spec.nvlink = catalog.interconnect(spec.instance.nvlink);
   spec.network = catalog.interconnect(spec.instance.interconnect);
+}
+
+/// "nvlink_partition_gpus": an UltraServer's NVLink domain split into partitions of that many GPUs (NVLink
+/// partitions set up by the fabric manager / IMEX, e.g. 8-GPU partitions of an NVL72 used like HGX
+/// nodes). Each partition is then an NVLink domain of its own; traffic between partitions of one rack
+/// goes over the scale-out network.
+void read_nvlink_partition(ObjectReader& root, ClusterSpec& spec) {
+  if (!root.has("nvlink_partition_gpus")) return;
+  const int domain_gpus = spec.gpus_per_node * spec.nvlink_domain_nodes;
+  if (!spec.ultraserver) {
+    root.fail("nvlink_partition_gpus", "no such key on an instance cluster: its NVLink domain is one " +
+                                           spec.instance.name + " (" + std::to_string(domain_gpus) +
+                                           " GPUs); partitions apply to 'ultraserver_type' clusters");
+  }
+  const auto gpus = root.required_int("nvlink_partition_gpus", 1);
+  if (gpus % spec.gpus_per_node != 0 || domain_gpus % gpus != 0) {
+    root.fail("nvlink_partition_gpus",
+              "a multiple of the " + std::to_string(spec.gpus_per_node) + " GPUs of one " + spec.instance.name +
+                  " that divides the UltraServer's " + std::to_string(domain_gpus) + " GPUs (e.g. " +
+                  std::to_string(spec.gpus_per_node * 2) + " or " + std::to_string(domain_gpus) + ")");
+  }
+  spec.nvlink_domain_nodes = static_cast<int>(gpus) / spec.gpus_per_node;
 }
 
 void read_fabric(ObjectReader& root, ClusterSpec& spec) {
@@ -189,6 +216,7 @@ ClusterSpec cluster_from_json(const nlohmann::json& json, const std::string& ori
   root.optional_string("description");
   root.optional_string("schema");
   read_machines(root, catalog, spec);
+  read_nvlink_partition(root, spec);
   read_fabric(root, spec);
   read_storage(root, catalog, spec);
   if (root.has("usd_per_hour")) spec.usd_per_hour_per_node = root.number_or("usd_per_hour", 0.0, 0.0);

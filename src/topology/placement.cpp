@@ -46,6 +46,43 @@ std::vector<int> topology_aware_nodes(const ClusterGraph& cluster, int nodes_nee
   return chosen;
 }
 
+/// A job larger than one NVLink domain of several instances (a GB200/GB300 NVL72) gets an equal share of
+/// whole instances in each of the fewest domains that can hold it, as a block-topology scheduler
+/// allocates (Slurm topology/block segments): 256 GPUs on NVL72 racks run as 4 x 64, not 72+72+72+40.
+/// NCCL needs the same rank count in every NVLink domain; the remaining instances of each rack stay idle.
+std::vector<int> domain_balanced_nodes(const ClusterGraph& cluster, int ranks) {
+  const ClusterSpec& spec = cluster.spec;
+  const int per_node = spec.gpus_per_node;
+  const int domain_nodes = spec.nvlink_domain_nodes;
+  const int domain_gpus = per_node * domain_nodes;
+  const int domains = spec.nvlink_domains();
+  for (int used = (ranks + domain_gpus - 1) / domain_gpus; used <= domains; ++used) {
+    if (ranks % used != 0 || (ranks / used) % per_node != 0) continue;
+    const int nodes_each = ranks / used / per_node;
+    std::vector<int> nodes;
+    for (int domain = 0; domain < used; ++domain) {
+      for (int k = 0; k < nodes_each; ++k) nodes.push_back(domain * domain_nodes + k);
+    }
+    return nodes;
+  }
+  // The nearest GPU counts that can be placed, to name in the error.
+  int below = 0, above = 0;
+  for (int used = 1; used <= domains; ++used) {
+    for (int k = 1; k <= domain_nodes; ++k) {
+      const int count = used * k * per_node;
+      if (count < ranks) below = std::max(below, count);
+      if (count > ranks && (above == 0 || count < above)) above = count;
+    }
+  }
+  std::string nearest = std::to_string(below);
+  if (above > 0) nearest += " or " + std::to_string(above);
+  throw InputError("cannot place " + std::to_string(ranks) + " ranks on " + spec.name + " (" + spec.source_file +
+                   "): a job larger than one NVLink domain needs the same number of whole " + spec.instance.name +
+                   " instances (" + std::to_string(per_node) + " GPUs each) in each domain it uses; the cluster has " +
+                   std::to_string(domains) + " domains of " + std::to_string(domain_gpus) + " GPUs (expected at most " +
+                   std::to_string(domain_gpus) + " ranks, or a count that splits evenly: nearest " + nearest + ")");
+}
+
 }  // namespace
 
 PlacementPolicy parse_placement_policy(const std::string& name) {
@@ -67,10 +104,17 @@ std::string to_string(PlacementPolicy policy) {
 std::vector<int> place_ranks(const ClusterGraph& cluster, int ranks, PlacementPolicy policy, std::uint64_t seed) {
   const int total = cluster.spec.total_gpus();
   if (ranks < 1 || ranks > total) {
-    throw InputError("cannot place " + std::to_string(ranks) + " ranks on a cluster of " + std::to_string(total) +
-                     " GPUs (expected 1 to " + std::to_string(total) + ")");
+    throw InputError("cannot place " + std::to_string(ranks) + " ranks on " + cluster.spec.name + " (" +
+                     cluster.spec.source_file + "), a cluster of " + std::to_string(total) +
+                     " GPUs (expected 1 to " + std::to_string(total) + " ranks)");
   }
   const int per_node = cluster.spec.gpus_per_node;
+  const int domain_gpus = per_node * cluster.spec.nvlink_domain_nodes;
+  if (cluster.spec.nvlink_domain_nodes > 1 && policy != PlacementPolicy::scattered) {
+    // UltraServer clusters: NVLink domains, not leaf groups, decide (a job that fits one stays in it).
+    if (ranks > domain_gpus) return fill_nodes(cluster, domain_balanced_nodes(cluster, ranks), ranks);
+    policy = PlacementPolicy::packed;
+  }
   const int nodes_needed = (ranks + per_node - 1) / per_node;
   std::vector<int> nodes(cluster.spec.nodes);
   std::iota(nodes.begin(), nodes.end(), 0);

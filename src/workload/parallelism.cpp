@@ -51,17 +51,25 @@ Parallelism read_parallelism(ObjectReader& r, int gpus) {
   p.account_for_loss = r.bool_or("account_for_loss_in_pipeline_split", false);
   p.layout = r.string_or("pipeline_model_parallel_layout", "");
   const std::int64_t model_parallel = std::int64_t{p.tp} * p.pp * p.cp;
-  if (gpus % model_parallel != 0) {
-    throw InputError(r.file() + ": " + r.path_of("tensor_model_parallel_size") + ": " + std::to_string(gpus) +
-                     " GPUs are not divisible by TP x PP x CP = " + std::to_string(p.tp) + " x " + std::to_string(p.pp) +
-                     " x " + std::to_string(p.cp) + " = " + std::to_string(model_parallel));
-  }
-  p.dp = static_cast<int>(gpus / model_parallel);
   if (r.has("data_parallel_size")) {
-    const auto given = r.required_int("data_parallel_size", 1);
-    if (given != p.dp) {
-      r.fail("data_parallel_size", "the derived value " + std::to_string(p.dp) + " (GPUs / (TP x PP x CP)); leave it out");
+    // A job on part of the cluster (64 GPUs of a 72-GPU NVL72, 256 GPUs over four racks): the job is
+    // TP x PP x CP x DP GPUs, placed by the placement policy; the other GPUs stay idle.
+    p.dp = static_cast<int>(r.required_int("data_parallel_size", 1));
+    if (static_cast<long long>(model_parallel) * p.dp > gpus) {
+      r.fail("data_parallel_size", "a job that fits the cluster: TP x PP x CP x DP = " + std::to_string(p.tp) + " x " +
+                                       std::to_string(p.pp) + " x " + std::to_string(p.cp) + " x " +
+                                       std::to_string(p.dp) + " = " + std::to_string(static_cast<long long>(model_parallel) * p.dp) +
+                                       " GPUs, the cluster has " + std::to_string(gpus) + " (at most " +
+                                       std::to_string(gpus / model_parallel) + ")");
     }
+  } else {
+    if (gpus % model_parallel != 0) {
+      throw InputError(r.file() + ": " + r.path_of("tensor_model_parallel_size") + ": " + std::to_string(gpus) +
+                       " GPUs are not divisible by TP x PP x CP = " + std::to_string(p.tp) + " x " + std::to_string(p.pp) +
+                       " x " + std::to_string(p.cp) + " = " + std::to_string(model_parallel) +
+                       " (or give data_parallel_size to use part of the cluster)");
+    }
+    p.dp = static_cast<int>(gpus / model_parallel);
   }
   if (p.global_batch % (std::int64_t{p.micro_batch} * p.dp) != 0) {
     throw InputError(r.file() + ": " + r.path_of("global_batch_size") + " = " + std::to_string(p.global_batch) +

@@ -27,6 +27,7 @@ struct GpuSpec {
   int sm_count = 0;                             ///< streaming multiprocessors (GEMM wave quantization)
   double gemm_peak_efficiency = 0;              ///< best achieved fraction of dense peak for one GEMM
   double hbm_achievable_fraction = 0;           ///< STREAM-like achieved fraction of HBM bandwidth
+  double tdp_W = 0;                             ///< board power limit (TDP), watts; 0 = not given
   Sources sources;
 };
 
@@ -47,6 +48,7 @@ struct InstanceSpec {
   std::string nvlink_domain;                    ///< "instance" or "ultraserver"
   std::string interconnect;                     ///< scale-out network, key into the interconnect table
   int gpus = 0;
+  double gpu_memory_bytes = 0;                  ///< HBM per GPU as this instance exposes it; 0 = the GPU's figure
   int nics = 0;
   double network_bandwidth_Bps = 0;             ///< aggregate scale-out bandwidth per direction
   double nvme_bytes = 0;
