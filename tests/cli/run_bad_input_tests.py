@@ -214,7 +214,8 @@ def run_refuses_integers_beyond_int_and_absurd_parallelism():
             ("parallelism.tensor_model_parallel_size=-8", "tensor_model_parallel_size"),
             ("parallelism.tensor_model_parallel_size=2.5", "tensor_model_parallel_size"),
             ("parallelism.tensor_model_parallel_size=\"2\"", "tensor_model_parallel_size"),
-            ("parallelism.data_parallel_size=3", "data_parallel_size"),
+            ("parallelism.data_parallel_size=3", "global_batch_size"),  # a 3-way job on part of the cluster: 128 / 3
+            ("parallelism.data_parallel_size=1000", "a job that fits the cluster"),
             ("parallelism.pipeline_model_parallel_layout=((t*99999)*99999)*99999", "layout"),
             ("parallelism.pipeline_model_parallel_layout=t*99999999999999999999", "layout"),
             ("parallelism.pipeline_model_parallel_layout=" + "(" * 3000, "layout"),
