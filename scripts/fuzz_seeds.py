@@ -126,7 +126,7 @@ def entry(token):
                       for c in token for b in c.encode())
     return f'"{escaped}"'
 
-tokens = sorted({json.dumps(k) for k in keys if len(k) < 64}) + ["true", "false", "null", "1e308", "-0", "NaN",
+tokens = sorted({json.dumps(k) for k in keys if len(k) < 64}) + ["true", "false", "null", "1e308", "e300", "e-300", "4294967296", "2147483648", "-0", "NaN",
          "GiB", "TiB", "GBps", "Gbps", "TFLOPS", "ns", "us", "ms", "/s", "\\u0000", "\\ud800"]
 (OUT / "fmsim.dict").write_text("".join(entry(t) + "\n" for t in tokens))
 print(f"fuzz_seeds: {sum(len(f) for f in seeds.values())} seeds for {len(seeds)} targets in {OUT}")
