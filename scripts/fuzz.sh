@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (fuzz/, docs/robustness.md) with clang in their own build directory and runs
 # each one from the seed corpus made of the shipped files.
 #
-#   scripts/fuzz.sh                    short mode: every target for 10 s (what CI and `ctest -L fuzz` run)
+#   scripts/fuzz.sh                    short mode: every target for 8 s (what CI and `ctest -L fuzz` run)
 #   scripts/fuzz.sh --time 60 units    one target, 60 s
 #   scripts/fuzz.sh --long             every target for 10,000,000 executions (hours; docs/robustness.md)
 #   scripts/fuzz.sh --regressions      only replay fuzz/regressions/TARGET/* (no fuzzing)
@@ -16,7 +16,7 @@ set -euo pipefail
 
 src="$(cd "$(dirname "$0")/.." && pwd)"
 build="$src/build-fuzz"
-seconds=10
+seconds=8
 runs=""
 jobs=1
 replay_only=0

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
+#include "fmsim/engine/result_bytes.hpp"
 #include "fmsim/units/format.hpp"
 
 using fmsim::units::format_usd;
@@ -20,4 +22,16 @@ TEST_CASE("costs with more digits than a fixed buffer format in full", "[robustn
   CHECK(format_usd(std::numeric_limits<double>::infinity()) == "$inf");
   CHECK(format_usd(std::nan("")) == "$nan");
   CHECK(format_usd(-1234.5) == "$-1,234.50");
+}
+
+TEST_CASE("empty result vectors cross the fork without a null memcpy", "[robustness][engine]") {
+  // The sanitizer build (docs/robustness.md) stopped every serving run with no iterations of a kind:
+  // memcpy(nullptr, ..., 0) in take_values is undefined behaviour (nonnull-attribute).
+  std::string bytes;
+  fmsim::engine::append_values(bytes, std::vector<double>{});
+  fmsim::engine::append_values(bytes, std::vector<double>{1.5, 2.5});
+  std::size_t offset = 0;
+  CHECK(fmsim::engine::take_values<double>(bytes, offset).empty());
+  CHECK(fmsim::engine::take_values<double>(bytes, offset) == std::vector<double>{1.5, 2.5});
+  CHECK(offset == bytes.size());
 }
