@@ -40,14 +40,20 @@ for tool in clang clang++ cmake ninja python3; do
 done
 
 if [ ! -f "$build/build.ninja" ]; then
-  CC=clang CXX=clang++ cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFMSIM_FUZZ=ON >/dev/null || exit 2
+  CC=clang CXX=clang++ cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFMSIM_FUZZ=ON >/dev/null ||
+    { echo "fuzz.sh: configuring $build failed" >&2; exit 2; }
 fi
 all_targets=$(sed -n 's/^set(FMSIM_FUZZ_TARGETS \(.*\)$/\1/p' "$src/fuzz/CMakeLists.txt")
 [ ${#targets[@]} -gt 0 ] || read -r -a targets <<<"$all_targets"
 for t in "${targets[@]}"; do
   [[ " $all_targets " == *" $t "* ]] || { echo "fuzz.sh: unknown target '$t' (targets: $all_targets)" >&2; exit 2; }
 done
-cmake --build "$build" --target "${targets[@]/#/fuzz_}" >/dev/null
+mkdir -p "$build/logs"
+if ! cmake --build "$build" --target "${targets[@]/#/fuzz_}" >"$build/logs/build.log" 2>&1; then
+  tail -n 30 "$build/logs/build.log" >&2
+  echo "fuzz.sh: building the fuzz targets failed (log: $build/logs/build.log)" >&2
+  exit 2
+fi
 
 python3 "$src/scripts/fuzz_seeds.py" "$src" "$build/seeds" >/dev/null
 mkdir -p "$build/artifacts" "$build/logs"
