@@ -5,19 +5,22 @@
 # Without an argument: what the `fmsim` binary needs (compiler, make, CMake, Ninja, ccache, SimGrid 3.32,
 # Boost.Graph, nlohmann/json, spdlog, CLI11). With --test also what only the test suite needs: Catch2 (unit
 # tests), python3 (end-to-end tests), Chromium (renders the HTML report), and Debian's Python packages for
-# the schema, report and notebook tests.
+# the schema, report and notebook tests, and clang with its libFuzzer runtime for the fuzz targets
+# (scripts/fuzz.sh). With --fuzz only those beside the build.
 set -euo pipefail
 
 packages=(
   build-essential make cmake ninja-build ccache pkg-config
   libsimgrid-dev libboost-graph-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
 )
+fuzz_packages=(clang libclang-rt-dev)  # bookworm: clang 14; libclang-rt-dev holds libFuzzer and the sanitizers
 case "${1:-}" in
   "") ;;
   --test)
     packages+=(catch2 python3 chromium python3-jsonschema python3-pil python3-pandas python3-matplotlib
-               python3-nbformat python3-nbclient python3-ipykernel jupyter-nbconvert) ;;
-  *) echo "usage: scripts/install-deps.sh [--test]" >&2; exit 2 ;;
+               python3-nbformat python3-nbclient python3-ipykernel jupyter-nbconvert "${fuzz_packages[@]}") ;;
+  --fuzz) packages+=("${fuzz_packages[@]}") ;;
+  *) echo "usage: scripts/install-deps.sh [--test|--fuzz]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -20,16 +20,29 @@ inline std::unique_ptr<simgrid::s4u::Engine> make_engine() {
   if (used) throw InternalError("engine: SimGrid runs once per process; fork to simulate again");
   used = true;
   xbt_log_control_set("root.thres:critical");
-  static int argc = 1;
   static char name[] = "fmsim";
+#if defined(__SANITIZE_ADDRESS__)
+  // FMSIM_SANITIZE builds: AddressSanitizer does not follow SimGrid's own stack switching (raw contexts)
+  // and warns of false errors, so actors run as threads, on stacks large enough for its redzones. The
+  // factory is chosen when the engine starts: set_config() afterwards would be too late.
+  static char factory[] = "--cfg=contexts/factory:thread";
+  static int argc = 2;
+  static char* argv[] = {name, factory, nullptr};
+#else
+  static int argc = 1;
   static char* argv[] = {name, nullptr};
+#endif
   auto engine = std::make_unique<simgrid::s4u::Engine>(&argc, argv);
   engine->set_config("network/model:CM02");
   engine->set_config("network/crosstraffic:0");
   engine->set_config("network/TCP-gamma:1e18");
   // The task executor runs one short actor per task: small stacks without guard pages make creating
   // hundreds of thousands of them cheap (their code is a few frames deep).
+#if defined(__SANITIZE_ADDRESS__)
+  engine->set_config("contexts/stack-size:2048");
+#else
   engine->set_config("contexts/stack-size:256");
+#endif
   engine->set_config("contexts/guard-size:0");
   return engine;
 }

@@ -48,9 +48,10 @@ std::string format_time(double seconds) {
 }
 
 std::string format_usd(double usd) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.2f", usd);
-  std::string digits = buffer;
+  // Sized to the number: "%.2f" of a large cost has more digits than any fixed buffer holds.
+  if (!std::isfinite(usd)) return usd != usd ? "$nan" : (usd > 0 ? "$inf" : "$-inf");
+  std::string digits(static_cast<std::size_t>(std::snprintf(nullptr, 0, "%.2f", usd)), '\0');
+  std::snprintf(digits.data(), digits.size() + 1, "%.2f", usd);
   auto dot = digits.find('.');
   std::string integer = digits.substr(0, dot);
   std::string grouped;

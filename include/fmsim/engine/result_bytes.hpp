@@ -16,7 +16,8 @@ void append_values(std::string& out, const std::vector<T>& values) {
   static_assert(std::is_trivially_copyable_v<T>);
   const std::uint64_t count = values.size();
   out.append(reinterpret_cast<const char*>(&count), sizeof count);
-  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+  // An empty vector's data() may be null, which memcpy and append must not be given (UBSan: nonnull-attribute).
+  if (!values.empty()) out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
 }
 
 /// Reads what append_values wrote at `offset` and advances it. Throws InternalError when truncated.
@@ -29,7 +30,7 @@ std::vector<T> take_values(const std::string& in, std::size_t& offset) {
   offset += sizeof count;
   if (offset + count * sizeof(T) > in.size()) throw InternalError("engine: truncated simulation result");
   std::vector<T> values(count);
-  std::memcpy(static_cast<void*>(values.data()), in.data() + offset, count * sizeof(T));
+  if (count > 0) std::memcpy(static_cast<void*>(values.data()), in.data() + offset, count * sizeof(T));
   offset += count * sizeof(T);
   return values;
 }
