@@ -8,11 +8,12 @@
 namespace fmsim::collectives {
 
 /// Engine cost per message and memory per object, fitted to `fmsim collective --fidelity full` runs on
-/// this project's 2-core machine with SimGrid 3.32 (docs/performance.md "Full fidelity": pairwise
-/// alltoall on 128-512 GPUs, ring all_reduce on 128-256). SimGrid re-shares bandwidth among the flows
-/// active together at every completion, so a message costs more the more flows run beside it: about
-/// kFullSecondsPerMessage x sqrt(active flows) (within 3x of every measured run; it overestimates rings).
-inline constexpr double kFullSecondsPerMessage = 1.8e-6;
+/// this project's 2-core machine with SimGrid 3.32 (benchmarks/full_fidelity_cost.py; docs/performance.md
+/// "Full fidelity": ring all_reduce on 128-1,024 GPUs, pairwise alltoall on 128-1,024). SimGrid re-shares
+/// bandwidth among the flows active together at every completion, so a message costs more the more flows
+/// run beside it: about kFullSecondsPerMessage x sqrt(active flows) on an idle machine (within 2x of those
+/// runs; a loaded machine is slower). Memory is within 15 % of every measured peak.
+inline constexpr double kFullSecondsPerMessage = 3e-7;
 inline constexpr double kFullBytesPerCommAlive = 1536;  ///< a SimGrid comm, its mailbox entry, its activity
 inline constexpr double kFullBytesPerActor = 16e3;      ///< an actor (one per rank) with its context
 inline constexpr double kFullBaseBytes = 32e6;          ///< the process: catalog, graph, platform
