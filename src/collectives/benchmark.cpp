@@ -91,8 +91,6 @@ void check_full_cost(const CommLayout& layout, Op op, const std::vector<Benchmar
   }
   if (cost.messages == 0) return;
   const double available_bytes = available_memory_bytes();
-  spdlog::info("full fidelity on {} GPUs: {:.3g} messages, about {} and {} (estimate)", layout.ranks, cost.messages,
-               units::format_time(cost.seconds), units::format_bytes(cost.memory_bytes()));
   if (available_bytes > 0 && cost.memory_bytes() > kFullMemoryShare * available_bytes) {
     throw InputError("--fidelity full on " + std::to_string(layout.ranks) + " GPUs would need about " +
                      units::format_bytes(cost.memory_bytes()) + " (" + fmt::format("{:.3g}", cost.messages) +
@@ -100,10 +98,10 @@ void check_full_cost(const CommLayout& layout, Op op, const std::vector<Benchmar
                      units::format_bytes(available_bytes) + " available: use the fast mode, fewer GPUs (--gpus) or "
                      "fewer sizes (-b/-e/-f)");
   }
-  if (cost.seconds > 60) {
-    spdlog::warn("--fidelity full: {:.3g} messages on {} GPUs will take about {} (estimate); the fast mode "
-                 "answers in under a second", cost.messages, layout.ranks, units::format_time(cost.seconds));
-  }
+  // Said before it starts, on stderr without -v: what the simulation will cost.
+  spdlog::warn("full fidelity on {} GPUs: {:.3g} messages, about {} and {} (estimate){}", layout.ranks, cost.messages,
+               units::format_time(cost.seconds), units::format_bytes(cost.memory_bytes()),
+               cost.seconds > 60 ? "; the fast mode answers in under a second" : "");
 }
 
 /// Full fidelity: the tuner's choice of each row (the same as in fast mode) is re-timed message by

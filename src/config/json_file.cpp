@@ -127,10 +127,18 @@ JsonFile load_json_file(const std::filesystem::path& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string() + ": cannot open file for reading");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  // Pipes and devices have no size up front: read in blocks and stop past the limit (/dev/zero).
+  std::string text;
+  std::vector<char> block(1 << 16);
+  while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0) {
+    text.append(block.data(), static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxJsonBytes) {
+      throw InputError(path.string() + ": more than " + std::to_string(static_cast<long long>(kMaxJsonBytes)) +
+                       " bytes: larger than any input fmsim reads (at most 1 GiB)");
+    }
+  }
   if (in.bad()) throw InputError(path.string() + ": error while reading file");
-  return parse_json_text(buffer.str(), path.string());
+  return parse_json_text(text, path.string());
 }
 
 }  // namespace fmsim::config

@@ -38,7 +38,10 @@ Assessment assess(const workload::Scenario& s, const CheckpointContents& content
   check_strategy(s.cluster, contents, plan, s.file);
   a.io = simulate_checkpoint_io(s.cluster, contents, plan);
 
-  const double rate = job_failure_rate_per_s(failures, s.cluster.total_gpus(), s.cluster.nodes);
+  // Failures and cost are the job's: with data_parallel_size it may use part of the cluster.
+  const int job_gpus = s.parallelism.world();
+  const int job_nodes = (job_gpus + s.cluster.gpus_per_node - 1) / s.cluster.gpus_per_node;
+  const double rate = job_failure_rate_per_s(failures, job_gpus, job_nodes);
   const double mtbf_s = rate > 0 ? 1.0 / rate : INFINITY;
   a.young_daly_interval_s = std::isfinite(mtbf_s) ? young_daly_interval_s(a.io.stall_s, mtbf_s) : run.work_s;
   // A checkpoint cannot start before the previous one is durable.
@@ -79,7 +82,7 @@ Assessment assess(const workload::Scenario& s, const CheckpointContents& content
                  "goodput is the closed-form expectation instead of a replay",
                  to_string(plan.strategy), a.goodput.interruptions, in.interval_s / 3600, mtbf_s / 3600);
   }
-  if (s.cluster.usd_per_hour_per_node) a.usd = a.goodput.wall_s / 3600.0 * s.cluster.nodes * *s.cluster.usd_per_hour_per_node;
+  if (s.cluster.usd_per_hour_per_node) a.usd = a.goodput.wall_s / 3600.0 * job_nodes * *s.cluster.usd_per_hour_per_node;
   return a;
 }
 

@@ -143,7 +143,7 @@ GoodputResult simulate_goodput(const GoodputInputs& in) {
         "checkpoint.interval_steps out for the Young/Daly interval), or lower failures.relaunch or the failure rates",
         in.failures_per_s * 3600, units::format_time(in.interval_s), units::format_time(in.restart_s + in.restore_s)));
   }
-  if (expected.interruptions > kMaxReplayFailuresPerTrial) return expected;
+  if (expected.interruptions * in.trials > kMaxReplayFailures) return expected;
   std::mt19937_64 rng(in.seed);
   GoodputResult r;
   for (int trial = 0; trial < in.trials; ++trial) {

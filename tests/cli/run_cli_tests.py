@@ -188,8 +188,9 @@ def full_fidelity_uses_the_tuners_choice_and_says_what_it_did_not_simulate():
     assert len(fast) == len(full) > 2
     for a, b in zip(fast, full):
         assert (a["algorithm"], a["protocol"]) == (b["algorithm"], b["protocol"]), (a, b)
-        assert abs(a["time_s"] - b["time_s"]) / b["time_s"] <= 0.05, (a, b)
         assert b["simulated"] == (b["algorithm"] in ("ring", "hierarchical", "pairwise")), b
+        if not b["simulated"]:
+            assert a["time_s"] == b["time_s"], (a, b)  # kept from the fast mode, and marked so
     # all_gather picks ring LL/LL128 for small sizes: those are simulated with the protocol's wire bytes.
     args = [os.path.join(TOPO, "p5-16node.json"), "--op", "all_gather", "--gpus", "64", "-b", "512", "-e", "1G", "-f", "64"]
     fast, full = collective(*args)["rows"], collective(*args, "--fidelity", "full")["rows"]

@@ -293,13 +293,13 @@ def offered_and_achieved_rates_are_reported_apart():
     out = serve(SCENARIO, "--set", "workload.requests=1500")
     offered, achieved = out["offered_requests_per_s"], out["requests_per_s"]
     assert abs(offered - 40) < 0.1 * 40, offered
-    # The run is the arrival span plus the drain; achieved counts completions over all of it.
+    # The drain is at least the last request's own latency, and achieved (completions over the arrival
+    # span plus the drain) is lower than offered by about that share.
+    assert out["drain_s"] >= out["e2e_latency_s"]["p50"] * 0.5 and achieved < offered, out
     span = (out["requests"] - 1) / offered
-    assert abs(span + out["drain_s"] - out["duration_s"]) < 1e-6 * out["duration_s"], out
-    assert abs(achieved * out["duration_s"] - out["completed"]) < 1e-6 * out["completed"]
-    assert out["drain_s"] > 0 and achieved < offered
+    assert abs(achieved - out["completed"] / (span + out["drain_s"])) < 1e-6 * achieved, out
     text = run("serve", SCENARIO, "--set", "workload.requests=1500").stdout
-    assert "offered 40.41 req/s; achieved" in text and "drain" in text, text
+    assert f"offered {offered:.2f} req/s; achieved {achieved:.2f} req/s" in text and "drain" in text, text
     offline = serve(scenario("offline-rates", one_gpu(), {"arrival": "offline", "requests": 20, "input_tokens": 500,
                                                           "output_tokens": 20}))
     assert offline["offered_requests_per_s"] is None, offline["offered_requests_per_s"]

@@ -47,7 +47,8 @@ struct GoodputInputs {
 struct GoodputResult {
   double goodput = 0;               ///< work_s / wall time (mean over trials of the wall time)
   /// "monte_carlo" (seeded replay) or "closed_form" (the expectation of the same renewal process, used
-  /// where a replay would draw more than kMaxReplayFailuresPerTrial failures per trial).
+  /// where the replays would draw more than kMaxReplayFailures failures in all). In the closed form a
+  /// stall cut short by a failure counts as lost work (the replay counts it as stall); totals agree.
   const char* method = "monte_carlo";
   double wall_s = 0;                ///< mean
   double interruptions = 0;         ///< mean failures during the run
@@ -56,9 +57,10 @@ struct GoodputResult {
   double recovery_s = 0;            ///< mean time in detection, relaunch and restore
 };
 
-/// Above this many expected failures per replayed run the Monte Carlo would take minutes to hours (the
-/// count grows as e^(rate x (interval + stall)) per checkpoint interval), so the closed form is used.
-inline constexpr double kMaxReplayFailuresPerTrial = 2e4;
+/// Above this many expected failures over all replayed runs (20,000 per run at the default 200 trials)
+/// the Monte Carlo would take minutes to hours (the count grows as e^(rate x (interval + stall)) per
+/// checkpoint interval), so the closed form is used.
+inline constexpr double kMaxReplayFailures = 4e6;
 
 /// Refused (InputError) when the expected time to train is not finite or exceeds this: the run never ends.
 inline constexpr double kMaxTimeToTrain_s = 1e6 * 365.25 * 24 * 3600;
