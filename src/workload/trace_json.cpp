@@ -172,8 +172,9 @@ Trace trace_from_json(const json& doc, const std::string& file) {
   t.symmetric = doc.contains("symmetric") ? r.boolean(doc["symmetric"], "/symmetric") : false;
   t.ranks = r.integers(r.at(doc, "ranks", ""), "/ranks", 0, t.world - 1, "a rank of the world of " + std::to_string(t.world));
   if (doc.contains("rank_gpu")) t.rank_gpu = r.integers(doc["rank_gpu"], "/rank_gpu", 0, kMaxInt, "a GPU ordinal");
-  t.model_flops_per_step = doc.contains("model_flops_per_step") ? r.number(doc["model_flops_per_step"], "/model_flops_per_step", kMaxFlops) : 0.0;
-  t.tokens_per_step = doc.contains("tokens_per_step") ? r.number(doc["tokens_per_step"], "/tokens_per_step", kMaxTokens) : 0.0;
+  // Required (as the schema says): they set tokens/s and MFU, and are checked against the scenario.
+  t.model_flops_per_step = r.number(r.at(doc, "model_flops_per_step", ""), "/model_flops_per_step", kMaxFlops);
+  t.tokens_per_step = r.number(r.at(doc, "tokens_per_step", ""), "/tokens_per_step", kMaxTokens);
   t.scenario = doc.value("scenario", json());
   const json& comms = r.array(r.at(doc, "communicators", ""), "/communicators");
   for (std::size_t i = 0; i < comms.size(); ++i) {

@@ -126,6 +126,10 @@ def ranks_are_checked():
     bad_trace("rank-unlisted", trace_doc([comp(0, 0), comp(1, 3)], ranks=[0]), ["/nodes/1/rank", "rank 3", "/ranks does not list"])
     bad_trace("rank-huge", trace_doc([comp(0, 4294967296)], ranks=[0]), ["/nodes/0/rank", "4294967296"])
     bad_trace("world-zero", trace_doc([comp(0, 0)], world_size=0), ["/world_size", "0"])
+    for key in ("tokens_per_step", "model_flops_per_step"):
+        doc = trace_doc([comp(0, 0)])
+        del doc[key]
+        bad_trace("no-" + key.replace("_", "-"), doc, ["/" + key, "missing"])
     bad_trace("gpu-twice", trace_doc([comp(0, 0)], rank_gpu=[0, 1, 2, 3, 4, 5, 6, 6]), ["/rank_gpu", "6 is listed twice"])
     bad_trace("gpu-count", trace_doc([comp(0, 0)], rank_gpu=[0, 1]), ["/rank_gpu", "2 GPUs for a world of 8"])
     bad_trace("peer-outside", trace_doc([p2p(0, 0, "send", 9, 0)]), ["/nodes/0/comm_dst", "9"])

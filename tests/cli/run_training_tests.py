@@ -209,6 +209,7 @@ def bad_training_configs_exit_2_with_the_reason():
         expect_bad_input(["run", SCENARIO, "--set", "cluster.base=" + os.path.join(TOPO, "p4de-2node.json"), "--set",
                           "cluster.nodes=8", "--json", out], ["no FP8"], out)
         broken = write(d, "trace.json", json.dumps({"schema": "fmsim.trace/1", "world_size": 2, "ranks": [0], "communicators": [],
+                                                    "model_flops_per_step": 1e15, "tokens_per_step": 4096,
                                                     "nodes": [{"id": 0, "rank": 0, "type": "COMP_NODE", "data_deps": [5]}]}))
         expect_bad_input(["run", SCENARIO, "--trace", broken, "--json", out], ["trace.json", "/nodes/0/data_deps/0", "5", "the id of a node"], out)
 

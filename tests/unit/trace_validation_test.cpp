@@ -19,7 +19,8 @@ json node(int id, int rank, std::vector<int> deps) {
 }
 
 json trace(json nodes, json ranks = json::array({0})) {
-  return {{"schema", "fmsim.trace/1"}, {"world_size", 8}, {"ranks", ranks}, {"communicators", json::array()}, {"nodes", nodes}};
+  return {{"schema", "fmsim.trace/1"}, {"world_size", 8}, {"ranks", ranks}, {"model_flops_per_step", 1e15},
+          {"tokens_per_step", 4096.0}, {"communicators", json::array()}, {"nodes", nodes}};
 }
 
 std::string error_of(const json& doc) {
