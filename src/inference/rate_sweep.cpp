@@ -72,15 +72,15 @@ nlohmann::json to_json(const RateSweep& sweep) {
   for (const auto& point : sweep.points) {
     points.push_back({{"rate_per_s", point.rate_per_s},
                       {"requests_per_s", point.summary.requests_per_s},
-                      {"offered_requests_per_s", point.summary.offered_requests_per_s ? nlohmann::json(*point.summary.offered_requests_per_s) : nlohmann::json(nullptr)},
+                      {"offered_requests_per_s", optional_number(point.summary.offered_requests_per_s)},
                       {"drain_s", point.summary.drain_s},
                       {"output_tokens_per_s", point.summary.output_tokens_per_s},
                       {"ttft_s", {{"p50", point.summary.ttft_s.p50}, {"p90", point.summary.ttft_s.p90}, {"p99", point.summary.ttft_s.p99}}},
                       {"tpot_s", {{"p50", point.summary.tpot_s.p50}, {"p90", point.summary.tpot_s.p90}, {"p99", point.summary.tpot_s.p99}}},
-                      {"slo_goodput", point.summary.slo_goodput ? nlohmann::json(*point.summary.slo_goodput) : nlohmann::json(nullptr)},
+                      {"slo_goodput", optional_number(point.summary.slo_goodput)},
                       {"slo_met", point.summary.slo_met}});
   }
-  return {{"max_rate_per_s", sweep.max_rate_per_s ? nlohmann::json(*sweep.max_rate_per_s) : nlohmann::json(nullptr)},
+  return {{"max_rate_per_s", optional_number(sweep.max_rate_per_s)},
           {"resolution", sweep.resolution},
           {"points", points}};
 }

@@ -50,6 +50,8 @@ double percentile_value(const Percentiles& p, double percentile) {
   return p.p99;
 }
 
+nlohmann::json optional_number(const std::optional<double>& value) { return value ? nlohmann::json(*value) : nlohmann::json(nullptr); }
+
 ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
   const auto& scenario = plan.scenario();
   ServeSummary s;
@@ -122,8 +124,6 @@ namespace {
 nlohmann::json to_json(const Percentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"max", p.max}};
 }
-
-nlohmann::json optional_number(const std::optional<double>& value) { return value ? nlohmann::json(*value) : nlohmann::json(nullptr); }
 
 nlohmann::json pool_json(const ServingPlan& plan, int index) {
   const PoolSpec& pool = plan.scenario().pools[static_cast<std::size_t>(index)];

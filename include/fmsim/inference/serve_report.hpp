@@ -47,6 +47,9 @@ struct ServeSummary {
 
 ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome);
 
+/// A value, or null where it is absent (JSON fields such as slo_goodput, offered_requests_per_s).
+nlohmann::json optional_number(const std::optional<double>& value);
+
 /// The run's JSON document (everything in the summary, the configuration echoed, per-pool memory).
 nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& summary, const ServeOutcome& outcome);
 std::string to_text(const ServingPlan& plan, const ServeSummary& summary);
