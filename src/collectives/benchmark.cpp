@@ -79,15 +79,21 @@ double round_size(Op op, double bytes, int ranks) {
   return std::floor(bytes / unit) * unit;
 }
 
+/// The message-by-message program of a row's algorithm and protocol (LL/LL128 send their wire bytes);
+/// empty where the algorithm has none (tree, NVLS, NVLS-tree).
+std::optional<engine::SimProgram> full_program_of(const CommLayout& layout, Op op, const BenchmarkRow& row) {
+  const AlgorithmModel& model = algorithm_model(row.algorithm);
+  if (!model.simulates_full(op)) return std::nullopt;
+  return model.full_program(op, layout, row.size_bytes / protocol_bandwidth_factor(row.protocol));
+}
+
 /// What a message-by-message simulation will cost, said before it starts; refused (InputError) when its
 /// memory estimate exceeds what the machine has available. Each program is built, measured and dropped,
 /// so that the refusal comes before the programs of every size are held at once.
 void check_full_cost(const CommLayout& layout, Op op, const std::vector<BenchmarkRow>& rows) {
   FullCost cost;
   for (const auto& row : rows) {
-    const AlgorithmModel& model = algorithm_model(row.algorithm);
-    if (!model.simulates_full(op)) continue;
-    if (auto program = model.full_program(op, layout, row.size_bytes)) cost.add(*program);
+    if (auto program = full_program_of(layout, op, row)) cost.add(*program);
   }
   if (cost.messages == 0) return;
   const double available_bytes = available_memory_bytes();
@@ -117,10 +123,7 @@ void simulate_full_rows(const CommLayout& layout, const BenchmarkRequest& reques
   std::vector<Algorithm> routed;
   for (std::size_t i = 0; i < result.rows.size(); ++i) {
     auto& row = result.rows[i];
-    const AlgorithmModel& model = algorithm_model(row.algorithm);
-    auto program = model.simulates_full(request.op)
-                       ? model.full_program(request.op, layout, row.size_bytes / protocol_bandwidth_factor(row.protocol))
-                       : std::nullopt;
+    auto program = full_program_of(layout, request.op, row);
     row.simulated = program.has_value();
     if (!program) {
       const std::string name = to_string(row.algorithm) + "/" + to_string(row.protocol);
