@@ -47,6 +47,20 @@ TEST_CASE("parameter counts match the published model sizes", "[workload]") {
   CHECK(count_parameters(preset("deepseek-v3")).active == Approx(37e9).epsilon(0.03));
   CHECK(count_parameters(preset("qwen3-30b-a3b")).active == Approx(3.3e9).epsilon(0.03));
   CHECK(count_parameters(preset("qwen3-235b-a22b")).active == Approx(22e9).epsilon(0.03));
+  // Kimi K2 (moonshotai/Kimi-K2-Instruct config.json), counted by hand: 60 MoE layers of 384 routed experts
+  // and one shared (3 matrices of 7168 x 2048 each, plus a 384 x 7168 router), one dense layer (3 x 7168 x
+  // 18432), 61 MLA attention blocks (q_a 7168x1536, q_b 1536x64x192, kv_a 7168x576, kv_b 512x64x256, o
+  // 8192x7168) with their norms (q_a 1536, kv_a 512, two 7168 layer norms), untied 163840 x 7168 embedding
+  // and head, the final norm. The technical report (arXiv 2507.20534) rounds it to 1.04T and 32.6B active.
+  {
+    const double h = 7168, expert = 3 * h * 2048, router = 384 * h;
+    const double attention = h * 1536 + 1536.0 * 64 * 192 + h * 576 + 512.0 * 64 * 256 + 64.0 * 128 * h + 1536 + 512 + 2 * h;
+    const double total = 60 * (385 * expert + router) + 3 * h * 18432 + 61 * attention + 2 * 163840 * h + h;
+    const double active = 60 * (9 * expert + router) + 3 * h * 18432 + 61 * attention + 2 * 163840 * h + h;
+    CHECK(count_parameters(preset("kimi-k2")).total == Approx(total).epsilon(0.001));
+    CHECK(count_parameters(preset("kimi-k2")).active == Approx(active).epsilon(0.001));
+    CHECK(count_parameters(preset("kimi-k2")).active == Approx(32.6e9).epsilon(0.01));
+  }
 }
 
 TEST_CASE("training FLOPs are 6 N per token plus the causal attention term", "[workload]") {
