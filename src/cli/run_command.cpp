@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "progress.hpp"
+#include "fmsim/workload/low_precision.hpp"
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/common/error.hpp"
@@ -108,14 +109,13 @@ void check_mfu(const report::TrainingRun& run, const std::string& file) {
   const report::TrainingMetrics m = report::metrics_of(run);
   if (m.mfu_precision_peak <= 1.0) return;
   const auto& s = *run.scenario;
-  const bool fp8 = s.training.precision == workload::Precision::fp8 && s.cluster.gpu.fp8_dense_flops > 0;
-  const double peak = fp8 ? s.cluster.gpu.fp8_dense_flops : s.cluster.gpu.bf16_dense_flops;
+  const double peak = workload::precision_peak_flops(s.training, s.cluster.gpu);
   char text[400];
   std::snprintf(text, sizeof text, ": the replayed step takes %.4g s, but %s's %.4g model FLOPs per step need at least %.4g s on %d x %s "
                 "at the dense %s peak (MFU %.0f %%): the trace's ops do less work than its model (nodes missing, or durations too short)",
                 run.step.step_time_s, s.model.name.c_str(), run.trace->model_flops_per_step,
                 run.trace->model_flops_per_step / run.trace->world / peak, run.trace->world, s.cluster.gpu.name.c_str(),
-                fp8 ? "FP8" : "BF16", 100 * m.mfu_precision_peak);
+                workload::precision_peak_name(s.training, s.cluster.gpu), 100 * m.mfu_precision_peak);
   throw InputError(file + text);
 }
 

@@ -85,6 +85,10 @@ class CatalogLoader {
       gpu.nvlink_sharp = flag(entry, "nvlink_sharp", gpu.sources);
       gpu.sm_count = count(entry, "sm_count", gpu.sources);
       gpu.gemm_peak_efficiency = fraction(entry, "gemm_peak_efficiency", gpu.sources);
+      if (entry.has("gemm_fp4_peak_efficiency")) {
+        if (gpu.fp4_dense_flops <= 0) entry.fail("gemm_fp4_peak_efficiency", "only with fp4_dense (a GPU with FP4 tensor cores)");
+        gpu.gemm_fp4_peak_efficiency = fraction(entry, "gemm_fp4_peak_efficiency", gpu.sources);
+      }
       gpu.hbm_achievable_fraction = fraction(entry, "hbm_achievable_fraction", gpu.sources);
       if (entry.has("tdp_W")) {
         ObjectReader figure = open_figure(entry, "tdp_W", gpu.sources);

@@ -1,4 +1,5 @@
 // Metrics, JSON and text summary of a simulated training step.
+#include "fmsim/workload/low_precision.hpp"
 #include "fmsim/report/training_report.hpp"
 
 #include "fmsim/report/gpu_usage.hpp"
@@ -26,8 +27,7 @@ TrainingMetrics metrics_of(const TrainingRun& run) {
   const double flops_per_gpu = trace.model_flops_per_step / step / gpus;
   m.model_tflops_per_gpu = flops_per_gpu / 1e12;
   m.mfu = flops_per_gpu / s.cluster.gpu.bf16_dense_flops;
-  const double peak = s.training.precision == workload::Precision::fp8 ? s.cluster.gpu.fp8_dense_flops : s.cluster.gpu.bf16_dense_flops;
-  m.mfu_precision_peak = flops_per_gpu / peak;
+  m.mfu_precision_peak = flops_per_gpu / workload::precision_peak_flops(s.training, s.cluster.gpu);
   if (s.cluster.usd_per_hour_per_node) {
     const double nodes = gpus / s.cluster.gpus_per_node;
     m.priced = true;
@@ -79,7 +79,8 @@ json run_to_json(const TrainingRun& run) {
       {"derived", {{"gpus", run.trace->world}, {"nodes", run.trace->world / s.cluster.gpus_per_node}, {"data_parallel_size", p.dp},
                    {"microbatches", p.microbatches}, {"gpu", s.cluster.gpu.name}, {"instance_type", s.cluster.instance.name},
                    {"precision", workload::to_string(s.training.precision)},
-                   {"fp8_recipe", s.training.precision == workload::Precision::fp8 ? json(workload::to_string(s.training.fp8_recipe)) : json(nullptr)}}},
+                   {"fp8_recipe", s.training.precision == workload::Precision::fp8 ? json(workload::to_string(s.training.fp8_recipe)) : json(nullptr)},
+                   {"fp4_recipe", s.training.precision == workload::Precision::fp4 ? json(workload::to_string(s.training.fp4_recipe)) : json(nullptr)}}},
       {"simulation", {{"fidelity", run.fidelity}, {"simulated_ranks", step.simulated_ranks}, {"trace_nodes", run.trace->nodes.size()},
                       {"tasks", step.tasks}, {"flows", step.flows}, {"wall_s", run.wall_s}}},
       {"scenario", s.resolved},
@@ -124,7 +125,10 @@ std::string run_summary(const TrainingRun& run) {
   out << "  tokens/s/GPU   " << fmt("%10.0f", m.tokens_per_s_per_gpu) << "\n";
   out << "  model TFLOP/s  " << fmt("%10.1f", m.model_tflops_per_gpu) << " per GPU\n";
   out << "  MFU            " << fmt("%9.1f %%", 100 * m.mfu) << " of BF16 peak"
-      << (s.training.precision == workload::Precision::fp8 ? fmt(" (%.1f %% of FP8 peak)", 100 * m.mfu_precision_peak) : "") << "\n";
+      << (s.training.precision != workload::Precision::bf16
+              ? fmt(" (%.1f %%", 100 * m.mfu_precision_peak) + " of " + workload::precision_peak_name(s.training, s.cluster.gpu) + " peak)"
+              : std::string())
+      << "\n";
   out << "  breakdown (critical rank " << step.critical_rank;
   if (p.pp > 1) out << ", pipeline stage " << critical_pipeline_rank(run) << ": the busiest, whose time bounds the step";
   out << "; exposed time):\n";

@@ -28,9 +28,12 @@ double compute_node_s(const TraceNode& n, const hardware::GpuSpec& gpu) {
   compute::ComputeModel model(gpu);
   switch (n.kernel) {
     case workload::Kernel::gemm: {
-      const auto precision = n.fp8 ? compute::MathPrecision::fp8 : compute::MathPrecision::bf16;
-      // `bytes`: the FP8 quantization traffic of its inputs (trace_builder.cpp), a memory-bound kernel.
-      return n.repeat * model.gemm_s({n.m, n.n, n.k}, precision, n.sms_taken, n.fp8_split_accumulator) +
+      const auto precision = n.fp4   ? compute::MathPrecision::fp4
+                             : n.fp8 ? compute::MathPrecision::fp8
+                                     : compute::MathPrecision::bf16;
+      // `bytes`: the quantization traffic of its inputs (low_precision.cpp), a memory-bound kernel.
+      const double rate = n.fp4 ? compute::kFp4TrainingGemmRate : 1.0;
+      return n.repeat * model.gemm_s({n.m, n.n, n.k}, precision, n.sms_taken, n.fp8_split_accumulator) / rate +
              model.memory_s(n.bytes);
     }
     case workload::Kernel::attention_fwd: return model.attention_s(n.flops, false, n.attention_span, n.sms_taken);
@@ -117,14 +120,15 @@ class Lowering {
     const auto& gpu = cluster_.spec.gpu;
     const double flops = node.kernel == workload::Kernel::gemm && node.m > 0 ? 2.0 * node.m * node.n * node.k * node.repeat : node.flops;
     const bool fp8 = node.fp8 && gpu.fp8_dense_flops > 0;
-    const double peak = fp8 ? gpu.fp8_dense_flops : gpu.bf16_dense_flops;
+    const bool fp4 = node.fp4 && gpu.fp4_dense_flops > 0;
+    const double peak = fp4 ? gpu.fp4_dense_flops : fp8 ? gpu.fp8_dense_flops : gpu.bf16_dense_flops;
     if (flops <= peak * node.duration_s) return;
     char text[256];
     if (node.duration_s <= 0) {
       std::snprintf(text, sizeof text, "%.4g FLOPs in duration_s = 0", flops);
     } else {
       std::snprintf(text, sizeof text, "%.4g FLOPs in duration_s = %.4g s, %.4g TFLOP/s: above the %s's dense %s peak of %.4g TFLOP/s",
-                    flops, node.duration_s, flops / node.duration_s / 1e12, gpu.name.c_str(), fp8 ? "FP8" : "BF16", peak / 1e12);
+                    flops, node.duration_s, flops / node.duration_s / 1e12, gpu.name.c_str(), fp4 ? "FP4" : fp8 ? "FP8" : "BF16", peak / 1e12);
     }
     throw InputError("trace: " + workload::describe_node(node) + " runs " + text);
   }

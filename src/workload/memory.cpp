@@ -1,6 +1,8 @@
 // Memory per GPU (see memory.hpp).
 #include "fmsim/workload/memory.hpp"
 
+#include "fmsim/workload/low_precision.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -16,7 +18,8 @@ double activation_bytes_per_layer(const Scenario& s, int layer) {
   const double tokens = static_cast<double>(p.micro_batch) * t.seq / p.cp;  // this GPU's sequence chunk
   const double tp = p.tp, h = m.hidden;
   const double sp_share = p.sequence_parallel ? 1.0 / tp : 1.0;  // LayerNorm/dropout regions
-  const double linear_in = t.layer_in_fp8(layer, m.layers) ? 1.0 : 2.0;  // FP8 keeps GEMM inputs in FP8
+  // FP8 and FP4 keep GEMM inputs quantized for the backward pass (low_precision.cpp).
+  const double linear_in = t.layer_in_fp8(layer, m.layers) ? saved_gemm_input_bytes(t) : 2.0;
   if (t.recompute == Recompute::full) return 2.0 * tokens * h * sp_share;  // only the layer input
   const double q = m.q_dim() / tp;
   const double kv = (m.mla ? m.heads * (m.mla_shape.qk_nope_head_dim + m.mla_shape.qk_rope_head_dim + m.mla_shape.v_head_dim) / 2.0
@@ -95,7 +98,7 @@ MemoryReport estimate_memory(const Scenario& s) {
     b.parameters_local = dense + expert;
     b.parameters_unique = dense / dense_shards + expert / expert_shards;
     // Weights: BF16 (plus an FP8 copy of the GEMM weights under FP8 training, unless gathered in FP8).
-    const double weight_bytes = t.precision == Precision::fp8 && !t.fp8_param_gather ? 3.0 : 2.0;
+    const double weight_bytes = weight_bytes_per_parameter(t);
     const bool zero3 = p.sharding == Sharding::optim_grads_params;
     const bool zero2 = zero3 || p.sharding == Sharding::optim_grads;
     const bool zero1 = zero2 || p.sharding == Sharding::optim;

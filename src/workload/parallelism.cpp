@@ -84,12 +84,17 @@ Parallelism read_parallelism(ObjectReader& r, int gpus) {
 TrainingOptions read_training(ObjectReader& r) {
   TrainingOptions t;
   t.seq = static_cast<int>(r.int_or("seq_length", 4096, 1));
-  t.precision = r.choice_or("precision", {"bf16", "fp8"}, "bf16") == "fp8" ? Precision::fp8 : Precision::bf16;
+  const std::string precision = r.choice_or("precision", {"bf16", "fp8", "fp4"}, "bf16");
+  t.precision = precision == "fp8" ? Precision::fp8 : precision == "fp4" ? Precision::fp4 : Precision::bf16;
   const bool fp8 = t.precision == Precision::fp8;
   if (r.has("fp8_recipe") && !fp8) r.fail("fp8_recipe", "only with precision = \"fp8\"");
   const std::string recipe = r.choice_or("fp8_recipe", {"tensorwise", "delayed", "mxfp8"}, "tensorwise");
   t.fp8_recipe = recipe == "delayed" ? Fp8Recipe::delayed : recipe == "mxfp8" ? Fp8Recipe::mxfp8 : Fp8Recipe::tensorwise;
-  if (r.has("first_last_layers_bf16") && !fp8) r.fail("first_last_layers_bf16", "only with precision = \"fp8\"");
+  if (r.has("fp4_recipe") && t.precision != Precision::fp4) r.fail("fp4_recipe", "only with precision = \"fp4\"");
+  t.fp4_recipe = r.choice_or("fp4_recipe", {"nvfp4", "mxfp4"}, "nvfp4") == "mxfp4" ? Fp4Recipe::mxfp4 : Fp4Recipe::nvfp4;
+  if (r.has("first_last_layers_bf16") && t.precision == Precision::bf16) {
+    r.fail("first_last_layers_bf16", "only with precision = \"fp8\" or \"fp4\"");
+  }
   t.first_last_layers_bf16 = r.bool_or("first_last_layers_bf16", false);
   for (const char* key : {"num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16"}) {
     if (r.has(key) && !t.first_last_layers_bf16) r.fail(key, "only with first_last_layers_bf16 = true");
@@ -212,6 +217,14 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
       fail("/parallelism/expert_tensor_parallel_size", p.etp, "does not divide the expert intermediate size " + std::to_string(m.moe.expert_ffn));
     }
   }
+  if (t.precision == Precision::fp4 && gpu.fp4_dense_flops <= 0) {
+    throw InputError(where + ": /training/precision = \"fp4\": FP4 training needs Blackwell tensor cores (NVFP4/MXFP4); the " +
+                     gpu.name + " (" + gpu.architecture + ") has none (use fp8 or bf16)");
+  }
+  if (t.fp8_param_gather && t.precision != Precision::fp8) {
+    throw InputError(where + ": /training/fp8_param_gather = true: only with precision = \"fp8\" (Megatron-Bridge's NVFP4 "
+                     "recipe gathers BF16 parameters)");
+  }
   if (t.precision == Precision::fp8 && gpu.fp8_dense_flops <= 0) {
     throw InputError(where + ": /training/precision = \"fp8\": the " + gpu.name + " has no FP8 tensor cores (use bf16)");
   }
@@ -246,13 +259,16 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
   }
 }
 
-std::string to_string(Precision precision) { return precision == Precision::fp8 ? "fp8" : "bf16"; }
+std::string to_string(Precision precision) {
+  return precision == Precision::fp8 ? "fp8" : precision == Precision::fp4 ? "fp4" : "bf16";
+}
+std::string to_string(Fp4Recipe recipe) { return recipe == Fp4Recipe::mxfp4 ? "mxfp4" : "nvfp4"; }
 std::string to_string(Fp8Recipe recipe) {
   return recipe == Fp8Recipe::delayed ? "delayed" : recipe == Fp8Recipe::mxfp8 ? "mxfp8" : "tensorwise";
 }
 std::string describe_precision(const TrainingOptions& t) {
-  if (t.precision != Precision::fp8) return to_string(t.precision);
-  std::string text = "fp8 (" + to_string(t.fp8_recipe);
+  if (t.precision == Precision::bf16) return to_string(t.precision);
+  std::string text = t.precision == Precision::fp8 ? "fp8 (" + to_string(t.fp8_recipe) : "fp4 (" + to_string(t.fp4_recipe);
   if (t.first_last_layers_bf16) {
     text += ", first " + std::to_string(t.layers_at_start_in_bf16) + " and last " + std::to_string(t.layers_at_end_in_bf16) +
             " layers in bf16";

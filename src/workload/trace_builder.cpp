@@ -1,6 +1,7 @@
 // One training step as a per-rank op graph: Megatron's pipeline schedule over the layers of each model
 // chunk, pipeline sends between stages, and data-parallel gradient/parameter traffic in buckets.
 #include "fmsim/workload/trace_builder.hpp"
+#include "fmsim/workload/low_precision.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -39,19 +40,6 @@ TraceNode node_of(int rank, NodeType type, Category category, std::string name) 
   return node;
 }
 
-/// HBM bytes per element that quantizing a GEMM input to FP8 moves (read BF16, write the FP8 copy and
-/// the transposed or column-wise copy the other GEMM of the pair needs), by recipe (docs/model.md):
-/// tensorwise first reads the tensor for its amax (2 + 2 + 1 + 1); delayed takes the scale from the amax
-/// history and reduces the new amax inside the cast (2 + 1 + 1); MXFP8 computes each 32-element block's
-/// scale inside the cast and writes one E8M0 scale byte per block for each copy (2 + 1 + 1 + 2/32).
-double quantize_bytes_per_element(Fp8Recipe recipe) {
-  switch (recipe) {
-    case Fp8Recipe::tensorwise: return 6.0;
-    case Fp8Recipe::delayed: return 4.0;
-    case Fp8Recipe::mxfp8: return 4.0 + 2.0 / 32.0;
-  }
-  return 6.0;
-}
 
 }  // namespace
 
@@ -107,18 +95,21 @@ int TraceWriter::gemm(int rank, const std::string& name, double m, double n, dou
   node.n = n;
   node.k = k;
   node.flops = 2.0 * m * n * k * repeat;
-  node.fp8 = fp8;
-  // FP8 quantizes the GEMM's activation (or gradient) input first (quantize_bytes_per_element).
+  // `fp8`: the layer runs its GEMMs in the scenario's low precision, FP8 or FP4 (TrainingOptions::layer_in_fp8).
+  const bool low = fp8;
+  node.fp4 = low && s.training.precision == Precision::fp4;
+  node.fp8 = low && !node.fp4;
+  // A low-precision GEMM quantizes its activation (or gradient) input first (low_precision.cpp).
   // Weight-gradient GEMMs reuse the copies made for the data-gradient GEMM.
   const auto ends_with = [&name](const char* suffix) {
     const std::string s(suffix);
     return name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
   };
   const bool wgrad = ends_with(".wgrad");
-  if (fp8 && !wgrad) node.bytes = quantize_bytes_per_element(s.training.fp8_recipe) * m * k * repeat;
+  if (low && !wgrad) node.bytes = quantize_bytes_per_element(s.training) * m * k * repeat;
   // Transformer Engine runs the backward FP8 GEMMs with the split (FP32-promoting) accumulator and the
   // forward ones with fast accumulation (recipe MMParams: fprop False, dgrad and wgrad True).
-  node.fp8_split_accumulator = fp8 && (wgrad || ends_with(".dgrad"));
+  node.fp8_split_accumulator = node.fp8 && (wgrad || ends_with(".dgrad"));
   node.repeat = repeat;
   node.sms_taken += sms_taken;
   node.deps = std::move(deps);

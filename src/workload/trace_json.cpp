@@ -134,6 +134,7 @@ json trace_to_json(const Trace& trace) {
       if (n.kernel == Kernel::gemm) j["gemm_mnk"] = {n.m, n.n, n.k};
       if (n.repeat != 1) j["repeat"] = n.repeat;
       if (n.fp8) j["fp8"] = true;
+      if (n.fp4) j["fp4"] = true;
       if (n.fp8_split_accumulator) j["fp8_split_accumulator"] = true;
       if (n.sms_taken > 0) j["sms_taken"] = n.sms_taken;
       if (n.attention_span > 0) j["attention_span"] = n.attention_span;
@@ -224,6 +225,7 @@ Trace trace_from_json(const json& doc, const std::string& file) {
       }
       if (j.contains("repeat")) n.repeat = r.integer(j["repeat"], where + "/repeat", 1, kMaxRepeat);
       if (j.contains("fp8")) n.fp8 = r.boolean(j["fp8"], where + "/fp8");
+      if (j.contains("fp4")) n.fp4 = r.boolean(j["fp4"], where + "/fp4");
       if (j.contains("fp8_split_accumulator")) n.fp8_split_accumulator = r.boolean(j["fp8_split_accumulator"], where + "/fp8_split_accumulator");
       if (j.contains("sms_taken")) n.sms_taken = r.integer(j["sms_taken"], where + "/sms_taken", 0, kMaxSms);
     } else if (n.type == NodeType::coll) {

@@ -26,6 +26,7 @@ struct GpuSpec {
   bool nvlink_sharp = false;                    ///< NVLS in-switch reduction
   int sm_count = 0;                             ///< streaming multiprocessors (GEMM wave quantization)
   double gemm_peak_efficiency = 0;              ///< best achieved fraction of dense peak for one GEMM
+  double gemm_fp4_peak_efficiency = 0;          ///< the same for FP4 GEMMs; 0 = as gemm_peak_efficiency
   double hbm_achievable_fraction = 0;           ///< STREAM-like achieved fraction of HBM bandwidth
   double tdp_W = 0;                             ///< board power limit (TDP), watts; 0 = not given
   Sources sources;

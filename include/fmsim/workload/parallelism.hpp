@@ -9,11 +9,15 @@
 
 namespace fmsim::workload {
 
-enum class Precision { bf16, fp8 };
+enum class Precision { bf16, fp8, fp4 };
 /// Transformer Engine's FP8 scaling recipe (Megatron-Core `fp8_recipe`): per-tensor scales from the
 /// tensor's own amax (`tensorwise`, "current scaling"), from an amax history (`delayed`), or E8M0
 /// scales per 32 elements (`mxfp8`, Blackwell).
 enum class Fp8Recipe { tensorwise, delayed, mxfp8 };
+/// Transformer Engine's FP4 training recipe (Megatron-Core `fp4_recipe`): E2M1 values with E4M3 scales
+/// per 16 elements and a per-tensor FP32 scale (`nvfp4`, NVFP4BlockScaling), or E8M0 scales per 32
+/// (`mxfp4`). Blackwell only.
+enum class Fp4Recipe { nvfp4, mxfp4 };
 enum class Recompute { none, selective, full };
 /// Megatron-FSDP data_parallel_sharding_strategy: no_shard (plain DDP), optim (ZeRO-1 = distributed
 /// optimizer), optim_grads (ZeRO-2), optim_grads_params (ZeRO-3 / FSDP).
@@ -52,8 +56,9 @@ struct TrainingOptions {
   int seq = 4096;
   Precision precision = Precision::bf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::tensorwise;  ///< with precision fp8
+  Fp4Recipe fp4_recipe = Fp4Recipe::nvfp4;        ///< with precision fp4
   /// Megatron-Core first_last_layers_bf16: the first num_layers_at_start_in_bf16 and the last
-  /// num_layers_at_end_in_bf16 transformer layers of the model run their GEMMs in BF16 under FP8.
+  /// num_layers_at_end_in_bf16 transformer layers of the model run their GEMMs in BF16 under FP8 or FP4.
   bool first_last_layers_bf16 = false;
   int layers_at_start_in_bf16 = 1;
   int layers_at_end_in_bf16 = 1;
@@ -84,9 +89,9 @@ struct TrainingOptions {
   double total_tokens = 0;         ///< the whole run, for time/cost to train and goodput; 0 = not given
   long long train_iters = 0;       ///< the whole run in steps (Megatron --train-iters); 0 = not given
 
-  /// Whether layer `layer` (0-based, of `layers`) runs its GEMMs in FP8.
+  /// Whether layer `layer` (0-based, of `layers`) runs its GEMMs in the low precision (FP8 or FP4).
   bool layer_in_fp8(int layer, int layers) const {
-    if (precision != Precision::fp8) return false;
+    if (precision == Precision::bf16) return false;
     return !first_last_layers_bf16 || (layer >= layers_at_start_in_bf16 && layer < layers - layers_at_end_in_bf16);
   }
 };
@@ -102,6 +107,7 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
 
 std::string to_string(Precision precision);
 std::string to_string(Fp8Recipe recipe);
+std::string to_string(Fp4Recipe recipe);
 /// "bf16", or "fp8 (tensorwise)", "fp8 (delayed, first 1 and last 1 layers in bf16)".
 std::string describe_precision(const TrainingOptions& t);
 std::string to_string(Recompute recompute);

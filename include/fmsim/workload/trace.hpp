@@ -33,6 +33,7 @@ struct TraceNode {
   double m = 0, n = 0, k = 0;   ///< GEMM shape
   int repeat = 1;               ///< identical kernels run back to back (e.g. one GEMM per local expert)
   bool fp8 = false;
+  bool fp4 = false;             ///< an FP4 GEMM (NVFP4/MXFP4 training, FP4 tensor-core peak)
   bool fp8_split_accumulator = false;  ///< FP8 GEMM promoting partial sums to FP32 (TE's dgrad/wgrad)
   int sms_taken = 0;            ///< SMs held by an overlapped communication kernel
   double attention_span = 0;    ///< attention: keys per query in the kernel (0: a long sequence)

@@ -1,0 +1,26 @@
+#pragma once
+// Low-precision GEMM recipes (Transformer Engine's FP8 and FP4 recipes as Megatron-Core runs them): the
+// HBM traffic of quantizing a GEMM input, the bytes a quantized input kept for the backward pass takes,
+// and the bytes per parameter of the weights with their quantized copies.
+#include "fmsim/workload/parallelism.hpp"
+
+namespace fmsim::workload {
+
+/// HBM bytes per element that quantizing one BF16 GEMM input moves (both the row-wise copy for the
+/// forward or data-gradient GEMM and the column-wise copy for the weight-gradient GEMM, with scales).
+double quantize_bytes_per_element(const TrainingOptions& training);
+
+/// Bytes per element of a GEMM input that a layer running its GEMMs in low precision keeps for the
+/// backward pass (the quantized copy, with scales); 2 for BF16.
+double saved_gemm_input_bytes(const TrainingOptions& training);
+
+/// Bytes per parameter of the model weights as trained: BF16, plus the quantized copies of the GEMM
+/// weights Transformer Engine caches for the step unless parameters are gathered in FP8.
+double weight_bytes_per_parameter(const TrainingOptions& training);
+
+/// The dense tensor-core peak of the scenario's GEMM precision (FP8 or FP4 peak, else BF16), FLOP/s.
+double precision_peak_flops(const TrainingOptions& training, const hardware::GpuSpec& gpu);
+/// "FP4", "FP8" or "BF16", as precision_peak_flops counts it.
+const char* precision_peak_name(const TrainingOptions& training, const hardware::GpuSpec& gpu);
+
+}  // namespace fmsim::workload

@@ -1,0 +1,65 @@
+#include "fmsim/workload/low_precision.hpp"
+
+namespace fmsim::workload {
+
+namespace {
+
+/// FP4 payload per element (E2M1) plus its block scale: NVFP4 keeps one E4M3 scale per 16 elements
+/// (and one FP32 scale per tensor), MXFP4 one E8M0 scale per 32 (OCP Microscaling spec v1.0; NVIDIA,
+/// "Pretraining Large Language Models with NVFP4", arXiv 2509.25149, section 2).
+double fp4_element_bytes(Fp4Recipe recipe) { return 0.5 + (recipe == Fp4Recipe::nvfp4 ? 1.0 / 16.0 : 1.0 / 32.0); }
+
+}  // namespace
+
+double quantize_bytes_per_element(const TrainingOptions& t) {
+  if (t.precision == Precision::fp4) {
+    // Read the BF16 input, write the row-wise FP4 copy and the column-wise one for the weight-gradient
+    // GEMM (Transformer Engine applies its 16x16 random Hadamard transform on the way, a few FLOPs per
+    // element that the memory traffic hides). NVFP4's per-tensor scale needs the tensor's amax first:
+    // one more BF16 read, as FP8 current scaling.
+    const double amax_pass = t.fp4_recipe == Fp4Recipe::nvfp4 ? 2.0 : 0.0;
+    return amax_pass + 2.0 + 2.0 * fp4_element_bytes(t.fp4_recipe);
+  }
+  // FP8: read BF16 (twice for current scaling: amax, then cast) and write the FP8 copy and its
+  // transpose; MXFP8 writes E8M0 scales per 32 elements and needs no amax pass.
+  switch (t.fp8_recipe) {
+    case Fp8Recipe::tensorwise: return 6.0;
+    case Fp8Recipe::delayed: return 4.0;
+    case Fp8Recipe::mxfp8: return 4.0 + 2.0 / 32.0;
+  }
+  return 4.0;
+}
+
+double saved_gemm_input_bytes(const TrainingOptions& t) {
+  switch (t.precision) {
+    case Precision::bf16: return 2.0;
+    case Precision::fp8: return 1.0;
+    case Precision::fp4: return fp4_element_bytes(t.fp4_recipe);  // the column-wise copy the wgrad GEMM reads
+  }
+  return 2.0;
+}
+
+double weight_bytes_per_parameter(const TrainingOptions& t) {
+  switch (t.precision) {
+    case Precision::bf16: return 2.0;
+    case Precision::fp8: return t.fp8_param_gather ? 2.0 : 3.0;
+    // Megatron-Bridge's NVFP4 recipe gathers BF16 parameters (fp8_param_gather False): the BF16 weights
+    // plus a row-wise and a column-wise FP4 copy (forward and data-gradient GEMMs).
+    case Precision::fp4: return 2.0 + 2.0 * fp4_element_bytes(t.fp4_recipe);
+  }
+  return 2.0;
+}
+
+double precision_peak_flops(const TrainingOptions& t, const hardware::GpuSpec& gpu) {
+  if (t.precision == Precision::fp4 && gpu.fp4_dense_flops > 0) return gpu.fp4_dense_flops;
+  if (t.precision != Precision::bf16 && gpu.fp8_dense_flops > 0) return gpu.fp8_dense_flops;
+  return gpu.bf16_dense_flops;
+}
+
+const char* precision_peak_name(const TrainingOptions& t, const hardware::GpuSpec& gpu) {
+  if (t.precision == Precision::fp4 && gpu.fp4_dense_flops > 0) return "FP4";
+  if (t.precision != Precision::bf16 && gpu.fp8_dense_flops > 0) return "FP8";
+  return "BF16";
+}
+
+}  // namespace fmsim::workload
