@@ -229,4 +229,21 @@ def training_runs_once_on_every_new_cluster():
             assert doc["step_time_s"] > 0, name
 
 
+@test
+def fp4_training_runs_on_blackwell_and_is_refused_on_hopper():
+    with tempfile.TemporaryDirectory() as d:
+        # The shipped NVFP4 scenario: FP4 named in the result, faster than the same layout in MXFP8.
+        shipped = os.path.join(CONFIGS, "training", "llama3.1-405b-p6e-gb300-nvfp4.json")
+        fp4 = run_json("run", shipped)
+        assert fp4["derived"]["precision"] == "fp4" and fp4["derived"]["fp4_recipe"] == "nvfp4", fp4["derived"]
+        fp8 = run_json("run", shipped, "--set", "training.precision=fp8", "--unset", "training.fp4_recipe",
+                       "--set", "training.fp8_recipe=mxfp8")
+        assert fp4["step_time_s"] < fp8["step_time_s"], (fp4["step_time_s"], fp8["step_time_s"])
+        # Hopper has no FP4 tensor cores: exit 2 naming the key, the GPU and the reason.
+        s = scenario(d, "fp4-h100", {"instance_type": "p5.48xlarge", "nodes": 1},
+                     {"global_batch_size": 8}, precision="fp4")
+        out = os.path.join(d, "out.json")
+        expect_bad_input(["run", s, "--json", out], ["fp4-h100.json", "/training/precision", "H100", "Blackwell"], out)
+
+
 run_tests()
