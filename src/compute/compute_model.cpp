@@ -42,7 +42,7 @@ double ComputeModel::gemm_s(const GemmShape& shape, MathPrecision precision, int
   // for FP8, calibration hw-azure-nd-gb200-v6-microbench).
   const double efficiency = precision == MathPrecision::fp4 && gpu_.gemm_fp4_peak_efficiency > 0 ? gpu_.gemm_fp4_peak_efficiency
                                                                                                : gpu_.gemm_peak_efficiency;
-  const double per_sm_flops = peak_flops(precision) * efficiency * accumulate / gpu_.sm_count;
+  const double per_sm_flops = peak_flops(precision) * efficiency * gpu_.sustained_clock_fraction * accumulate / gpu_.sm_count;
   double best = INFINITY;
   for (int t = 0; t < tile_options; ++t) {
     const auto& tile = kTiles[t];
@@ -61,7 +61,8 @@ double ComputeModel::gemm_s(const GemmShape& shape, MathPrecision precision, int
 double ComputeModel::attention_s(double flops, bool backward, double mean_span, int sms_taken) const {
   if (flops <= 0) return 0.0;
   const double sm_share = static_cast<double>(std::max(1, gpu_.sm_count - sms_taken)) / gpu_.sm_count;
-  return flops / (gpu_.bf16_dense_flops * attention_efficiency(gpu_.sm_version, backward, mean_span) * sm_share) +
+  return flops / (gpu_.bf16_dense_flops * gpu_.sustained_clock_fraction * attention_efficiency(gpu_.sm_version, backward, mean_span) *
+                  sm_share) +
          kGemmFixedOverhead_s;
 }
 

@@ -85,6 +85,12 @@ class CatalogLoader {
       gpu.nvlink_sharp = flag(entry, "nvlink_sharp", gpu.sources);
       gpu.sm_count = count(entry, "sm_count", gpu.sources);
       gpu.gemm_peak_efficiency = fraction(entry, "gemm_peak_efficiency", gpu.sources);
+      if (entry.has("sustained_clock_fraction")) {
+        ObjectReader figure = open_figure(entry, "sustained_clock_fraction", gpu.sources);
+        gpu.sustained_clock_fraction = figure.required_number("value", 0.0);
+        if (gpu.sustained_clock_fraction > 1.5) figure.fail("value", "a clock ratio in (0, 1.5]");
+        figure.reject_unknown_keys({"note"});
+      }
       if (entry.has("gemm_fp4_peak_efficiency")) {
         if (gpu.fp4_dense_flops <= 0) entry.fail("gemm_fp4_peak_efficiency", "only with fp4_dense (a GPU with FP4 tensor cores)");
         gpu.gemm_fp4_peak_efficiency = fraction(entry, "gemm_fp4_peak_efficiency", gpu.sources);

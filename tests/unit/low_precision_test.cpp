@@ -53,7 +53,9 @@ TEST_CASE("FP4 recipes: quantization traffic, saved inputs and weight copies in 
 
 TEST_CASE("an FP4 GEMM reproduces the GB200 cuBLASLt FP4 microbenchmark", "[lowprecision]") {
   // Calibration hw-azure-nd-gb200-v6-microbench, gemm_fp4_tflops: 16384^3 = 7627.6, 8192^3 = 7535.6.
-  compute::ComputeModel gb200(test::catalog().gpu("GB200"));
+  hardware::GpuSpec alone = test::catalog().gpu("GB200");
+  alone.sustained_clock_fraction = 1.0;  // one GPU at the microbenchmark's clock
+  compute::ComputeModel gb200(alone);
   for (const auto& [size, tflops] : std::vector<std::pair<double, double>>{{16384, 7627.6}, {8192, 7535.6}}) {
     const compute::GemmShape shape{size, size, size};
     INFO(size);
@@ -103,4 +105,24 @@ TEST_CASE("FP4 training runs the layers' GEMMs in FP4 on Blackwell and is refuse
                     Catch::Matchers::Contains("fp8_param_gather"));
   CHECK_THROWS_WITH(fp4_scenario("dgx-b200", {{"precision", "fp4"}, {"fp4_recipe", "int4"}}),
                     Catch::Matchers::Contains("nvfp4, mxfp4"));
+}
+
+TEST_CASE("the sustained clock scales tensor work (GEMM, attention) and leaves memory-bound kernels alone", "[lowprecision]") {
+  hardware::GpuSpec reference = test::catalog().gpu("GB200");
+  reference.sustained_clock_fraction = 1.0;
+  hardware::GpuSpec throttled = reference;
+  throttled.sustained_clock_fraction = 0.8;
+  const compute::ComputeModel at_reference(reference), at_throttled(throttled);
+  const compute::GemmShape big{16384, 16384, 16384};
+  const double overhead = compute::kGemmFixedOverhead_s;
+  CHECK((at_throttled.gemm_s(big, compute::MathPrecision::fp8) - overhead) ==
+        Approx((at_reference.gemm_s(big, compute::MathPrecision::fp8) - overhead) / 0.8));
+  CHECK((at_throttled.attention_s(1e15, false, 4096) - overhead) == Approx((at_reference.attention_s(1e15, false, 4096) - overhead) / 0.8));
+  CHECK(at_throttled.memory_s(1e10) == Approx(at_reference.memory_s(1e10)));
+  // The catalog's Blackwell figures: B200 and GB200 hold less than the microbenchmark's clock in training,
+  // GB300 holds it; Hopper's efficiencies were measured under the same conditions (1).
+  CHECK(test::catalog().gpu("GB200").sustained_clock_fraction < 1.0);
+  CHECK(test::catalog().gpu("B200").sustained_clock_fraction < 1.0);
+  CHECK(test::catalog().gpu("GB300").sustained_clock_fraction == 1.0);
+  CHECK(test::catalog().gpu("H100-SXM").sustained_clock_fraction == 1.0);
 }
