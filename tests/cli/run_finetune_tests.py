@@ -55,14 +55,14 @@ def trace_replays_and_sweep_and_report_run():
     direct = run_json("run", LORA)
     assert abs(replayed["step_time_s"] / direct["step_time_s"] - 1) < 1e-9
     sweep = write(TMP, "lora-sweep.json", json.dumps({
-        "schema": "fmsim.sweep/1", "name": "lora-rank", "command": "run", "scenario": LORA,
+        "schema": "fmsim.sweep/1", "name": "lora-rank", "command": "run", "scenario": os.path.abspath(LORA),
         "grid": {"training.lora.rank": [8, 64], "training.lora.target_modules": [["linear_qkv"], ["linear_qkv", "linear_fc1"]]}}))
     out = os.path.join(TMP, "lora-sweep.jsonl")
     proc = run("-q", "sweep", sweep, "--out", out, "--jobs", "1")
     assert proc.returncode == 0, proc.stderr
     with open(out) as f:
         points = [json.loads(line) for line in f if line.strip()]
-    assert len(points) == 4 and all(p.get("ok", "error" not in p) for p in points), points
+    assert len(points) == 4 and all(p["status"] == "ok" for p in points), points
     result = os.path.join(TMP, "sft.json")
     assert run("run", SFT, "--json", result).returncode == 0
     html = os.path.join(TMP, "sft.html")
