@@ -30,15 +30,15 @@ void read_layout_options(ObjectReader& r, Parallelism& p) {
     r.fail("pipeline_model_parallel_layout", "no num_layers_in_first/last_pipeline_stage or account_for_embedding/"
                                              "loss_in_pipeline_split beside a layout (Megatron rejects both)");
   }
+  // Megatron takes the virtual stages from the layout when they are not given (the stage count is
+  // checked against PP x VP with the layers in validate()).
+  if (r.has("virtual_pipeline_model_parallel_size") && !r.required_value("virtual_pipeline_model_parallel_size").is_null()) return;
   const int stages = pipeline_layout_stage_count(p.layout, r.file() + ": " + r.path_of("pipeline_model_parallel_layout"));
   if (stages % p.pp != 0) {
-    r.fail("pipeline_model_parallel_layout", "a layout whose " + std::to_string(stages) +
-                                                 " stages are a multiple of pipeline_model_parallel_size " + std::to_string(p.pp));
+    r.fail("pipeline_model_parallel_layout", "a pipeline layout whose stages (" + std::to_string(stages) +
+                                                 ") are a multiple of pipeline_model_parallel_size " + std::to_string(p.pp));
   }
-  // Megatron takes the virtual stages from the layout when they are not given.
-  if (!r.has("virtual_pipeline_model_parallel_size") || r.required_value("virtual_pipeline_model_parallel_size").is_null()) {
-    p.vp = stages / p.pp;
-  }
+  p.vp = stages / p.pp;
 }
 
 }  // namespace
