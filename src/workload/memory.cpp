@@ -132,7 +132,7 @@ MemoryReport estimate_memory(const Scenario& s) {
     if (t.fine_tuning.frozen_base()) {
       // LoRA: the base weights are frozen (no gradients, no optimizer state); the adapters train.
       b.parameters_local += adapters;
-      b.parameters_unique += adapters / dense_shards;
+      b.parameters_unique = adapters / dense_shards;  // a PEFT checkpoint holds only the adapters (Megatron-Bridge)
       b.weights_bytes += 2.0 * adapters;
       b.gradients_bytes = grad_bytes * adapters / (zero2 ? dense_shards : 1.0);
       b.optimizer_bytes = 12.0 * adapters / (zero1 ? dense_shards : 1.0);

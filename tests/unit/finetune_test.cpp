@@ -76,6 +76,7 @@ TEST_CASE("LoRA memory: frozen base weights, gradients and Adam state for the ad
   CHECK(l0.optimizer_bytes == Approx(12.0 * adapters));   // FP32 master weights and two moments, DP 1
   CHECK(l0.weights_bytes == Approx(p0.weights_bytes + 2.0 * adapters));
   CHECK(l0.parameters_local == Approx(p0.parameters_local + adapters));
+  CHECK(l0.parameters_unique == Approx(adapters));  // a PEFT checkpoint saves only the adapters
   // No base weight gradients: FC1's and FC2's inputs are not kept (no adapter on them), QKV's is.
   const double tokens = 4096, h = 8192, ffn = 28672 / 2.0;  // per TP rank; SP shards the LN output
   const double dropped = tokens * h / 2 * 2 /* FC1 input, BF16, SP */ + tokens * ffn * 2 /* FC2 input */;
