@@ -79,6 +79,7 @@ json run_to_json(const TrainingRun& run) {
       {"derived", {{"gpus", run.trace->world}, {"nodes", run.trace->world / s.cluster.gpus_per_node}, {"data_parallel_size", p.dp},
                    {"microbatches", p.microbatches}, {"gpu", s.cluster.gpu.name}, {"instance_type", s.cluster.instance.name},
                    {"precision", workload::to_string(s.training.precision)},
+                   {"workload", workload::to_string(s.training.fine_tuning.workload)},
                    {"fp8_recipe", s.training.precision == workload::Precision::fp8 ? json(workload::to_string(s.training.fp8_recipe)) : json(nullptr)},
                    {"fp4_recipe", s.training.precision == workload::Precision::fp4 ? json(workload::to_string(s.training.fp4_recipe)) : json(nullptr)}}},
       {"simulation", {{"fidelity", run.fidelity}, {"simulated_ranks", step.simulated_ranks}, {"trace_nodes", run.trace->nodes.size()},
@@ -120,7 +121,10 @@ std::string run_summary(const TrainingRun& run) {
       << " micro-batches per pipeline), seq " << s.training.seq << ", " << workload::describe_precision(s.training)
       << ", recompute " << workload::describe_recompute(s.training) << ", sharding " << workload::to_string(p.sharding)
       << (s.training.moe_dispatcher == workload::MoeDispatcher::flex ? ", flex dispatcher" : "")
-      << (s.training.overlap_moe_expert_parallel_comm ? ", EP all-to-all overlap" : "") << "\n";
+      << (s.training.overlap_moe_expert_parallel_comm ? ", EP all-to-all overlap" : "")
+      << (s.training.fine_tuning.workload != workload::Workload::pretrain
+              ? ", " + workload::describe_workload(s.training.fine_tuning, s.training.seq) : "")
+      << (s.model.mtp_layers > 0 ? ", MTP " + std::to_string(s.model.mtp_layers) : "") << "\n";
   out << "  step time      " << fmt("%10.3f s", step.step_time_s) << "\n";
   out << "  tokens/s/GPU   " << fmt("%10.0f", m.tokens_per_s_per_gpu) << "\n";
   out << "  model TFLOP/s  " << fmt("%10.1f", m.model_tflops_per_gpu) << " per GPU\n";

@@ -37,7 +37,7 @@ Shapes shapes_of(const TraceWriter& w) {
 /// Forward attention FLOPs of one rank for one micro-batch (causal; CP splits the work evenly).
 double attention_forward_flops(const TraceWriter& w, int layer) {
   const auto& m = w.s.model;
-  const double span = attended_span(w.s.training.seq, m.attention_window(layer));
+  const double span = attention_row_span(w.s, layer);  // per sequence when packed (SFT, LoRA)
   const double width = m.mla ? (m.heads * (m.mla_shape.qk_nope_head_dim + m.mla_shape.qk_rope_head_dim) +
                                 m.heads * m.mla_shape.v_head_dim) / 2.0
                              : m.q_dim();
@@ -47,7 +47,7 @@ double attention_forward_flops(const TraceWriter& w, int layer) {
 /// Keys one query attends to within one attention kernel: the causal (or windowed) span, split over the
 /// CP steps (each step's kernel loops over one rank's share of the keys).
 double attention_kernel_span(const TraceWriter& w, int layer) {
-  return attended_span(w.s.training.seq, w.s.model.attention_window(layer)) / w.s.parallelism.cp;
+  return attention_kernel_keys(w.s, layer);
 }
 
 /// Tensor-parallel collective before a GEMM (all-gather) or after it (reduce-scatter / all-reduce),
@@ -65,6 +65,7 @@ int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, int layer, co
   const auto& p = w.s.parallelism;
   const bool fp8 = w.fp8(layer);
   const double bytes = static_cast<double>(w.tokens) * w.s.model.hidden * w.act_bytes;
+  if (w.skips_gemm(g.name)) return after;  // LoRA: a frozen weight's gradient GEMM (and its input gather) does not run
   if (p.tp == 1) return w.gemm(rank, g.name, g.m, g.n, g.k, fp8, after_of(after));
   const std::string comm_name = g.name + (op == Op::all_gather ? ".ag" : op == Op::reduce_scatter ? ".rs" : ".ar");
   if (!w.s.training.tp_comm_overlap) {
@@ -178,14 +179,18 @@ LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& 
   pieces.push_back({PieceRole::attention, [&w, &c, rank, layer, moe, s, t, tsp, ab, reduce](int after) {
     int node = w.memory(rank, "norm1", 2 * tsp * s.h * ab, after_of(after));
     node = qkv_forward(w, rank, c, layer, node);
+    node = lora_forward(w, rank, c, "linear_qkv", node);
     node = w.memory(rank, "rope", 2 * t * (s.q + s.kv) * ab, {node});
     node = attention_with_cp(w, rank, c, layer, false, node);
     node = gemm_with_tp(w, rank, c, layer, {"proj", t, s.h, s.o_in}, reduce, false, node);
+    node = lora_forward(w, rank, c, "linear_proj", node);
     node = w.memory(rank, "residual_norm2", 5 * tsp * s.h * ab, {node});
     if (moe) return moe_route(w, rank, layer, false, node);
     node = gemm_with_tp(w, rank, c, layer, {"fc1", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
+    node = lora_forward(w, rank, c, "linear_fc1", node);
     node = w.memory(rank, "act", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
     node = gemm_with_tp(w, rank, c, layer, {"fc2", t, s.h, s.ffn}, reduce, false, node);
+    node = lora_forward(w, rank, c, "linear_fc2", node);
     return w.memory(rank, "residual", 3 * tsp * s.h * ab, {node});
   }});
   if (!moe) return pieces;
@@ -227,10 +232,12 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
       node = w.memory(rank, "act.recompute", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
       node = gemm_with_tp(w, rank, c, layer, {"fc2.recompute", t, s.h, s.ffn}, reduce, false, node);
     }
+    node = lora_backward(w, rank, c, "linear_fc2", node);
     if (sp) node = gemm_with_tp(w, rank, c, layer, {"fc2.dgrad", t, s.ffn, s.h}, Op::all_gather, true, node);
     else node = w.gemm(rank, "fc2.dgrad", t, s.ffn, s.h, fp8, after_of(node));
     node = w.gemm(rank, "fc2.wgrad", s.h, s.ffn, t, fp8, {node});
     node = w.memory(rank, "act.bwd", 2 * (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
+    node = lora_backward(w, rank, c, "linear_fc1", node);
     node = gemm_with_tp(w, rank, c, layer, {"fc1.dgrad", t, s.h, s.ffn_cols, true}, reduce, false, node);
     if (sp) return gemm_with_tp(w, rank, c, layer, {"fc1.wgrad", s.ffn_cols, s.h, t, true}, Op::all_gather, true, node);  // LN output again
     return w.gemm(rank, "fc1.wgrad", s.ffn_cols, s.h, t, fp8, {node});
@@ -246,6 +253,7 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     const auto& tr = w.s.training;
     int node = moe ? moe_route(w, rank, layer, true, after) : after;
     node = w.memory(rank, "norm2.bwd", 2 * 5 * tsp * s.h * ab, after_of(node));
+    node = lora_backward(w, rank, c, "linear_proj", node);
     if (sp) node = gemm_with_tp(w, rank, c, layer, {"proj.dgrad", t, s.o_in, s.h}, Op::all_gather, true, node);
     else node = w.gemm(rank, "proj.dgrad", t, s.o_in, s.h, fp8, {node});
     node = w.gemm(rank, "proj.wgrad", s.h, s.o_in, t, fp8, {node});
@@ -259,6 +267,7 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     if (tr.recompute == Recompute::selective && tr.recompute_modules.mla_up_proj) node = mla_up_recompute(w, rank, layer, node);
     node = attention_with_cp(w, rank, c, layer, true, node);
     node = w.memory(rank, "rope.bwd", 2 * t * (s.q + s.kv) * ab, {node});
+    node = lora_backward(w, rank, c, "linear_qkv", node);
     node = gemm_with_tp(w, rank, c, layer, {"qkv.dgrad", t, s.h, s.q + 2 * s.kv, true}, reduce, false, node);
     if (sp) node = gemm_with_tp(w, rank, c, layer, {"qkv.wgrad", s.q + 2 * s.kv, s.h, t, true}, Op::all_gather, true, node);
     else node = w.gemm(rank, "qkv.wgrad", s.q + 2 * s.kv, s.h, t, fp8, {node});

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "fmsim/units/format.hpp"
+#include "fmsim/workload/pipeline_layout.hpp"
 #include "fmsim/workload/pipeline_schedule.hpp"
 
 namespace fmsim::workload {
@@ -35,6 +36,10 @@ double activation_bytes_per_layer(const Scenario& s, int layer) {
   const bool selective = t.recompute == Recompute::selective;
   const RecomputeModules& again = t.recompute_modules;
   const double norm_out = selective && again.layernorm ? 0.0 : linear_in;
+  // LoRA: a frozen GEMM computes no weight gradient, so its input is kept only when an adapter (whose A
+  // matrix needs it for its own gradient) sits on it; the adapters keep their rank-r intermediates.
+  const auto& ft = t.fine_tuning;
+  const auto kept = [&ft](const char* module) { return !ft.frozen_base() || ft.lora.targets(module) ? 1.0 : 0.0; };
   // Recomputing MLA's up-projections keeps their low-rank inputs (the down-projections' outputs, whole on
   // every TP rank) in place of the Q/K/V they make; without a Q latent (q_lora_rank 0) Q itself stays.
   const auto& mla = m.mla_shape;
@@ -42,10 +47,11 @@ double activation_bytes_per_layer(const Scenario& s, int layer) {
   const double attention_inputs = m.mla && selective && again.mla_up_proj
                                       ? 2.0 * tokens * (q_kept + mla.kv_lora_rank + mla.qk_rope_head_dim)
                                       : 2.0 * tokens * (q + 2 * kv);
-  double bytes = tokens * h * sp_share * (2 + norm_out + 1) + attention_inputs + tokens * o_in * linear_in;
+  double bytes = tokens * h * sp_share * (2 + norm_out * kept("linear_qkv") + 1) + attention_inputs + tokens * o_in * linear_in;
+  if (ft.frozen_base()) bytes += ft.lora.target_modules.size() * tokens * ft.lora.rank * 2.0;
   // MLP block: LN input, LN output (FC1 input), mask; FC1 output (both halves when gated), FC2 input.
   const bool mlp_again = selective && again.mlp && !m.layer_is_moe(layer);
-  bytes += tokens * h * sp_share * (2 + (mlp_again ? 0.0 : norm_out) + 1);
+  bytes += tokens * h * sp_share * (2 + (mlp_again ? 0.0 : norm_out * kept("linear_fc1")) + 1);
   if (m.layer_is_moe(layer)) {
     const double rows = tokens * sp_share * m.moe.experts_per_token * p.etp;  // routed rows this GPU computes
     const double ffn = m.moe.expert_ffn / static_cast<double>(p.etp);
@@ -55,7 +61,7 @@ double activation_bytes_per_layer(const Scenario& s, int layer) {
     bytes += tokens * sp_share * shared * ((m.gated_mlp ? 2 : 1) * 2.0 + linear_in);
   } else if (!mlp_again) {
     const double ffn = m.ffn / tp;
-    bytes += tokens * ffn * (m.gated_mlp ? 2 : 1) * 2.0 + tokens * ffn * linear_in;
+    bytes += tokens * ffn * (m.gated_mlp ? 2 : 1) * 2.0 + tokens * ffn * linear_in * kept("linear_fc2");
   }
   return bytes;
 }
@@ -66,7 +72,7 @@ MemoryReport estimate_memory(const Scenario& s) {
   const auto& t = s.training;
   MemoryReport report;
   report.hbm_bytes = s.cluster.gpu.hbm_bytes;
-  const auto layers = stage_layers(m.layers, p.pp * p.vp, p.account_for_embedding, p.account_for_loss, p.layout, s.file);
+  const auto stages = pipeline_stages(m.layers, m.mtp_layers, p, s.file);
   const ParameterCounts counts = count_parameters(m);
   const double vocab_h = static_cast<double>(padded_vocab(m.vocab, p.tp)) * m.hidden / p.tp;
   const double dense_shards = p.dp * p.cp;
@@ -76,15 +82,27 @@ MemoryReport estimate_memory(const Scenario& s) {
   for (int rank = 0; rank < p.pp; ++rank) {
     MemoryBreakdown b;
     b.pipeline_rank = rank;
-    double dense = 0, expert = 0;
+    double dense = 0, expert = 0, adapters = 0;
     std::vector<double> chunk_activation(p.vp, 0.0);
     for (int chunk = 0; chunk < p.vp; ++chunk) {
       const int stage = chunk * p.pp + rank;
-      for (int layer = layers[stage].first; layer < layers[stage].second; ++layer) {
+      for (int layer = stages[stage].begin; layer < stages[stage].end; ++layer) {
         const double experts = m.layer_is_moe(layer) ? counts.expert_per_moe_layer : 0.0;
         dense += (layer_parameters(m, counts, layer) - experts) / p.tp;
         expert += experts / (p.ep * p.etp);
         chunk_activation[chunk] += activation_bytes_per_layer(s, layer);
+        adapters += lora_parameters_per_layer(t.fine_tuning, m) / p.tp;
+      }
+      if (stages[stage].mtp > 0) {
+        // MTP depths: their layers (like the last decoder layer), eh_proj and norms, and copies of the
+        // embedding and output layer unless the stage holds them; per depth the eh_proj input, norms and
+        // FP32 logits are kept too.
+        const int depths = stages[stage].mtp;
+        dense += (counts.mtp - counts.mtp_experts) / p.tp + (stage != 0 ? vocab_h : 0.0) + (stage != p.pp * p.vp - 1 ? vocab_h : 0.0);
+        expert += counts.mtp_experts / (p.ep * p.etp);
+        const double sp = p.sequence_parallel ? p.tp : 1;
+        chunk_activation[chunk] += depths * (activation_bytes_per_layer(s, m.layers - 1) + 2.0 * tokens * 2.0 * m.hidden +
+                                             3 * 2.0 * tokens * m.hidden / sp + 4.0 * tokens * padded_vocab(m.vocab, p.tp) / p.tp);
       }
       if (stage == 0) {
         dense += vocab_h;
@@ -114,6 +132,14 @@ MemoryReport estimate_memory(const Scenario& s) {
     }
     b.gradients_bytes = sharded(grad_bytes, zero2);
     b.optimizer_bytes = sharded(12.0, zero1);  // FP32 master weights and two Adam moments
+    if (t.fine_tuning.frozen_base()) {
+      // LoRA: the base weights are frozen (no gradients, no optimizer state); the adapters train.
+      b.parameters_local += adapters;
+      b.parameters_unique = adapters / dense_shards;  // a PEFT checkpoint holds only the adapters (Megatron-Bridge)
+      b.weights_bytes += 2.0 * adapters;
+      b.gradients_bytes = grad_bytes * adapters / (zero2 ? dense_shards : 1.0);
+      b.optimizer_bytes = 12.0 * adapters / (zero1 ? dense_shards : 1.0);
+    }
     // In-flight micro-batches: the warm-up forwards plus the one being run (per model chunk).
     const auto order = pipeline_order(p.pp, p.vp, p.microbatches, rank, t.overlap_moe_expert_parallel_comm ? 1 : 0);
     std::vector<int> live(p.vp, 0);

@@ -75,6 +75,9 @@ bool gated_activation(const std::string& act, const std::string& model_type) {
   return model_type.rfind("gemma", 0) == 0;  // Gemma: GeGLU with gelu_pytorch_tanh
 }
 
+/// Which layers use the window, as the HF model classes decide it: an explicit `layer_types` list;
+/// Gemma 3's `sliding_window_pattern` n (every n-th layer full); Gemma 2 (even layers sliding); Qwen2's
+/// `max_window_layers` (layers from that index on slide); otherwise every layer (Mistral).
 void read_sliding_window(const HfReader& hf, ModelSpec& model) {
   if (!hf.flag("use_sliding_window", true)) return;
   int window = hf.integer({"sliding_window"}, 0);
@@ -86,8 +89,22 @@ void read_sliding_window(const HfReader& hf, ModelSpec& model) {
       hf.fail("layer_types", types->dump().substr(0, 60), "expected one entry per layer (num_hidden_layers)");
     }
     for (int i = 0; i < model.layers; ++i) {
-      model.sliding_layers[i] = (*types)[i].is_string() && (*types)[i].get<std::string>() == "sliding_attention";
+      const json& type = (*types)[i];
+      const std::string name = type.is_string() ? type.get<std::string>() : "";
+      if (name != "sliding_attention" && name != "full_attention") {
+        hf.fail("layer_types", type.dump().substr(0, 40), "expected \"sliding_attention\" or \"full_attention\" for layer " +
+                                                              std::to_string(i));
+      }
+      model.sliding_layers[i] = name == "sliding_attention";
     }
+  } else if (hf.find("sliding_window_pattern")) {
+    const int pattern = hf.integer({"sliding_window_pattern"}, 1);
+    for (int i = 0; i < model.layers; ++i) model.sliding_layers[i] = (i + 1) % pattern != 0;
+  } else if (model.model_type == "gemma2") {
+    for (int i = 0; i < model.layers; ++i) model.sliding_layers[i] = i % 2 == 0;
+  } else if (hf.find("max_window_layers") && model.model_type.rfind("qwen", 0) == 0) {
+    const int first = hf.integer({"max_window_layers"}, 0, 0);
+    for (int i = 0; i < model.layers; ++i) model.sliding_layers[i] = i >= first;
   }
 }
 
@@ -123,6 +140,8 @@ ModelSpec model_from_hf_config(const json& config, const std::string& file) {
     m.learned_positions = hf.integer({"max_position_embeddings", "n_positions"}, -1);
   }
   read_sliding_window(hf, m);
+  m.attention_sinks = hf.flag("attention_sinks", m.model_type == "gpt_oss");
+  m.mtp_layers = hf.integer({"num_nextn_predict_layers", "mtp_num_layers"}, 0, 0);
 
   if (hf.find("kv_lora_rank")) {
     m.mla = true;

@@ -22,6 +22,7 @@ double attention_parameters(const ModelSpec& m) {
   }
   const double q = m.q_dim(), kv = m.kv_dim();
   double params = h * (q + 2 * kv) + q * h;
+  if (m.attention_sinks) params += m.heads;  // one learned sink logit per head
   if (m.attention_bias) params += q + 2 * kv;
   if (m.mlp_bias) params += h;  // output projection bias (GPT-style add_bias_linear)
   return params;
@@ -59,13 +60,19 @@ ParameterCounts count_parameters(const ModelSpec& m) {
                  c.expert_per_moe_layer * m.moe.experts_per_token / m.moe.experts;
   }
   c.active = c.total - moe_layers * (c.moe_mlp_per_layer - active_moe);
+  if (m.mtp_layers > 0) {
+    const int last = m.layers - 1;
+    const double experts = m.layer_is_moe(last) ? c.expert_per_moe_layer : 0.0;
+    c.mtp = m.mtp_layers * (layer_parameters(m, c, last) + 2.0 * h * h + 3.0 * h);
+    c.mtp_experts = m.mtp_layers * experts;
+  }
   return c;
 }
 
 double attended_span(int seq, int window) {
   if (window <= 0 || window >= seq) return seq / 2.0;
   const double w = window;
-  return w * (1.0 - w / (2.0 * seq)) + 0.5;  // full-window rows plus the ramp of the first w rows
+  return w - w * (w - 1.0) / (2.0 * seq);  // full-window rows plus the ramp of the first w rows
 }
 
 double layer_parameters(const ModelSpec& m, const ParameterCounts& c, int layer) {
@@ -102,7 +109,19 @@ FlopsPerToken training_flops_per_token(const ModelSpec& m, int seq, int vocab_pa
       f.dense_matmul += 6 * h * mlp_matrices(m) * m.ffn;
     }
   }
-  f.logits = 6 * h * vocab_padded;
+  // Multi-token prediction (MLM training.py transformer_flops): each depth counts as one more layer of
+  // the last decoder layer's kind, plus 6 (3h + 2h^2) for its norms and eh_proj, plus its own logits.
+  const int last = m.layers - 1;
+  for (int d = 0; d < m.mtp_layers; ++d) {
+    f.attention += core_per_full_layer * attended_span(seq, m.attention_window(last));
+    f.dense_matmul += projections + 6.0 * (3.0 * h + 2.0 * h * h);
+    if (m.layer_is_moe(last)) {
+      f.dense_matmul += 6 * h * mlp_matrices(m) * (static_cast<double>(m.moe.expert_ffn) * m.moe.experts_per_token + m.moe.shared_ffn);
+    } else {
+      f.dense_matmul += 6 * h * mlp_matrices(m) * m.ffn;
+    }
+  }
+  f.logits = 6 * h * vocab_padded * (1.0 + m.mtp_layers);
   return f;
 }
 

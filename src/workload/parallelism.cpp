@@ -6,6 +6,7 @@
 
 #include "fmsim/common/error.hpp"
 #include "fmsim/compute/compute_model.hpp"
+#include "fmsim/workload/pipeline_layout.hpp"
 #include "fmsim/workload/pipeline_schedule.hpp"
 
 namespace fmsim::workload {
@@ -15,6 +16,31 @@ using config::ObjectReader;
 namespace {
 /// Virtual pipeline stages per rank: no model has more layers than this.
 constexpr std::int64_t kMaxVirtualStages = 4096;
+/// Megatron-Core's rules between the layout options (transformer_config.py __post_init__): a layout
+/// excludes the other options and sets the virtual stages when they are not given.
+void read_layout_options(ObjectReader& r, Parallelism& p) {
+  const bool uneven = p.first_stage_layers > 0 || p.last_stage_layers > 0;
+  const bool accounted = p.account_for_embedding || p.account_for_loss;
+  if (uneven && accounted) {
+    r.fail(p.first_stage_layers > 0 ? "num_layers_in_first_pipeline_stage" : "num_layers_in_last_pipeline_stage",
+           "not together with account_for_embedding/loss_in_pipeline_split (Megatron rejects both)");
+  }
+  if (p.layout.empty()) return;
+  if (uneven || accounted) {
+    r.fail("pipeline_model_parallel_layout", "no num_layers_in_first/last_pipeline_stage or account_for_embedding/"
+                                             "loss_in_pipeline_split beside a layout (Megatron rejects both)");
+  }
+  // Megatron takes the virtual stages from the layout when they are not given (the stage count is
+  // checked against PP x VP with the layers in validate()).
+  if (r.has("virtual_pipeline_model_parallel_size") && !r.required_value("virtual_pipeline_model_parallel_size").is_null()) return;
+  const int stages = pipeline_layout_stage_count(p.layout, r.file() + ": " + r.path_of("pipeline_model_parallel_layout"));
+  if (stages % p.pp != 0) {
+    r.fail("pipeline_model_parallel_layout", "a pipeline layout whose stages (" + std::to_string(stages) +
+                                                 ") are a multiple of pipeline_model_parallel_size " + std::to_string(p.pp));
+  }
+  p.vp = stages / p.pp;
+}
+
 }  // namespace
 
 Parallelism read_parallelism(ObjectReader& r, int gpus) {
@@ -50,6 +76,9 @@ Parallelism read_parallelism(ObjectReader& r, int gpus) {
   p.account_for_embedding = r.bool_or("account_for_embedding_in_pipeline_split", false);
   p.account_for_loss = r.bool_or("account_for_loss_in_pipeline_split", false);
   p.layout = r.string_or("pipeline_model_parallel_layout", "");
+  p.first_stage_layers = static_cast<int>(r.int_or("num_layers_in_first_pipeline_stage", 0, 1, 1 << 14));
+  p.last_stage_layers = static_cast<int>(r.int_or("num_layers_in_last_pipeline_stage", 0, 1, 1 << 14));
+  read_layout_options(r, p);
   const std::int64_t model_parallel = std::int64_t{p.tp} * p.pp * p.cp;
   if (r.has("data_parallel_size")) {
     // A job on part of the cluster (64 GPUs of a 72-GPU NVL72, 256 GPUs over four racks): the job is
@@ -156,6 +185,8 @@ TrainingOptions read_training(ObjectReader& r) {
   if (t.total_tokens > 1e16) r.fail("total_tokens", "a token count > 0 and at most 1e16");
   if (r.has("train_iters")) t.train_iters = r.required_int("train_iters", 1, 1000000000);
   if (t.total_tokens > 0 && t.train_iters > 0) r.fail("train_iters", "either total_tokens or train_iters, not both");
+  t.fine_tuning = read_fine_tuning(r, t.seq);
+  if (r.has("mtp_num_layers")) t.mtp_num_layers = static_cast<int>(r.int_or("mtp_num_layers", 0, 0, 64));
   r.reject_unknown_keys();
   return t;
 }
@@ -171,12 +202,12 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
     fail(tp_key, p.tp, "does not divide the model's " + std::to_string(m.kv_heads) + " key/value heads (num_query_groups)");
   }
   if (m.ffn % p.tp != 0) fail(tp_key, p.tp, "does not divide the MLP intermediate size " + std::to_string(m.ffn));
-  if (std::int64_t{p.pp} * p.vp > m.layers) {
+  if (p.layout.empty() && std::int64_t{p.pp} * p.vp > m.layers) {  // a layout may hold stages without layers
     fail("/parallelism/pipeline_model_parallel_size", p.pp,
          "x virtual stages " + std::to_string(p.vp) + " exceeds the model's " + std::to_string(m.layers) + " layers");
   }
-  stage_layers(m.layers, p.pp * p.vp, p.account_for_embedding, p.account_for_loss, p.layout,
-               where + ": /parallelism/pipeline_model_parallel_layout");
+  pipeline_stages(m.layers, m.mtp_layers, p, where + ": /parallelism/pipeline_model_parallel_layout");
+  validate_fine_tuning(t.fine_tuning, m, where);
   if (t.recompute == Recompute::selective && t.recompute_modules.mla_up_proj && !m.mla) {
     throw InputError(where + ": /training/recompute_modules: mla_up_proj needs a model with multi-head latent attention "
                              "(kv_lora_rank)");

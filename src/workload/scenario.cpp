@@ -138,6 +138,7 @@ Scenario scenario_from_json(json document, const std::string& origin, const std:
   s.model = expand_model(root.required_value("model"), origin, base_dir);
   config::ObjectReader training = root.required_object("training");
   s.training = read_training(training);
+  if (s.training.mtp_num_layers >= 0) s.model.mtp_layers = s.training.mtp_num_layers;
   config::ObjectReader parallelism = root.required_object("parallelism");
   s.placement = topology::parse_placement_policy(parallelism.string_or("placement", "packed"));
   s.seed = static_cast<std::uint64_t>(parallelism.int_or("placement_seed", 0, 0, std::numeric_limits<std::int64_t>::max()));

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/workload/pipeline_layout.hpp"
 #include "fmsim/workload/pipeline_schedule.hpp"
 #include "trace_builder_internal.hpp"
 
@@ -90,6 +91,7 @@ int TraceWriter::collective(int rank, int comm_id, const std::string& stream, Ca
 
 int TraceWriter::gemm(int rank, const std::string& name, double m, double n, double k, bool fp8, std::vector<int> deps,
                       int repeat, int sms_taken) {
+  if (skips_gemm(name)) return deps.size() == 1 ? deps.front() : memory(rank, name + ".frozen", 0, std::move(deps));
   TraceNode node = compute(rank, name, Kernel::gemm);
   node.m = m;
   node.n = n;
@@ -128,7 +130,8 @@ namespace {
 /// Builds the nodes of one rank.
 class RankBuilder {
  public:
-  RankBuilder(TraceWriter& w, int rank, const std::vector<std::pair<int, int>>& layers) : w_(w), rank_(rank), layers_(layers) {
+  RankBuilder(TraceWriter& w, int rank, const std::vector<std::pair<int, int>>& layers, const std::vector<PipelineStage>& stages)
+      : w_(w), rank_(rank), layers_(layers), stages_(stages) {
     const auto& p = w.s.parallelism;
     at_ = coords_of(p, rank);
     make_communicators();
@@ -209,18 +212,27 @@ class RankBuilder {
   std::pair<double, double> layer_params(int layer) const {
     const auto& m = w_.s.model;
     const auto& p = w_.s.parallelism;
+    // LoRA: only the adapters have gradients (reduced over DP) and optimizer state.
+    if (w_.frozen_base()) return {lora_parameters_per_layer(w_.s.training.fine_tuning, m) / p.tp, 0.0};
     const double all = layer_parameters(m, w_.counts, layer);
     const double experts = m.layer_is_moe(layer) ? w_.counts.expert_per_moe_layer : 0.0;
     return {(all - experts) / p.tp, experts / (p.ep * p.etp)};
   }
-  double extra_params(int chunk) const {
+  /// Embedding, output layer and MTP parameters of a chunk: (dense, routed experts).
+  std::pair<double, double> extra_params(int chunk) const {
+    if (w_.frozen_base()) return {0.0, 0.0};
     const int stage = virtual_stage(chunk);
-    double params = 0;
-    if (stage == 0) params += static_cast<double>(w_.vocab_padded) * w_.s.model.hidden / w_.s.parallelism.tp;
-    if (stage == stages() - 1 && !w_.s.model.tied_embeddings) {
-      params += static_cast<double>(w_.vocab_padded) * w_.s.model.hidden / w_.s.parallelism.tp;
+    const auto& p = w_.s.parallelism;
+    const PipelineStage& held = stages_[stage];
+    const double vocab = static_cast<double>(w_.vocab_padded) * w_.s.model.hidden / p.tp;
+    double params = 0, experts = 0;
+    if (stage == 0) params += vocab;
+    if (stage == stages() - 1 && !w_.s.model.tied_embeddings) params += vocab;
+    if (held.mtp > 0) {  // the MTP stage keeps its own copy of the embedding and output layer when it lacks them
+      params += (w_.counts.mtp - w_.counts.mtp_experts) / p.tp + (stage != 0 ? vocab : 0.0) + (stage != stages() - 1 ? vocab : 0.0);
+      experts += w_.counts.mtp_experts / (p.ep * p.etp);
     }
-    return params;
+    return {params, experts};
   }
   double bucket_limit() const {
     const auto& p = w_.s.parallelism;
@@ -244,7 +256,9 @@ class RankBuilder {
         current.first_layer_forward = layer;
       }
     }
-    current.dense_params += extra_params(chunk);
+    const auto [extra_dense, extra_experts] = extra_params(chunk);
+    current.dense_params += extra_dense;
+    current.expert_params += extra_experts;
     current.first_layer_forward = begin;
     if (current.dense_params + current.expert_params > 0) out.push_back(current);
     return out;
@@ -340,6 +354,7 @@ class RankBuilder {
     return detail::layer_forward_pieces(w_, rank_, c_, layer);
   }
   void forward_finish(Pass& f) {
+    if (stages_[f.stage].mtp > 0) f.node = detail::mtp_forward(w_, rank_, c_, stages_[f.stage].mtp, f.node);
     if (f.stage == stages() - 1) {
       const double t = w_.tokens, v = w_.vocab_padded / static_cast<double>(w_.s.parallelism.tp);
       f.node = w_.gemm(rank_, "logits", t, v, w_.s.model.hidden, false, {f.node});
@@ -366,6 +381,7 @@ class RankBuilder {
       b.node = w_.gemm(rank_, "logits.dgrad", t, w_.s.model.hidden, v, false, {b.node});
       b.node = w_.gemm(rank_, "logits.wgrad", w_.s.model.hidden, v, t, false, {b.node});
     }
+    if (stages_[b.stage].mtp > 0) b.node = detail::mtp_backward(w_, rank_, c_, stages_[b.stage].mtp, b.node);
     b.reduce_now = w_.s.training.overlap_grad_reduce &&
                    (microbatch == p.microbatches - 1 || p.sharding == Sharding::optim_grads ||
                     p.sharding == Sharding::optim_grads_params);
@@ -384,7 +400,7 @@ class RankBuilder {
     if (b.reduce_now && layer > b.begin) reduce_bucket_if_full(b.chunk, layer, b.node);
   }
   void backward_finish(Pass& b) {
-    if (b.stage == 0) b.node = w_.memory(rank_, "embedding.bwd", 2.0 * w_.tokens_sp * w_.s.model.hidden * w_.act_bytes, {b.node});
+    if (b.stage == 0 && !w_.frozen_base()) b.node = w_.memory(rank_, "embedding.bwd", 2.0 * w_.tokens_sp * w_.s.model.hidden * w_.act_bytes, {b.node});
     if (b.reduce_now) reduce_bucket_if_full(b.chunk, b.begin, b.node);
     if (b.stage > 0) b.node = send(b.stage - 1, b.microbatch, false, b.node);
     last_compute_ = b.node;
@@ -479,6 +495,7 @@ class RankBuilder {
   TraceWriter& w_;
   int rank_;
   const std::vector<std::pair<int, int>>& layers_;
+  const std::vector<PipelineStage>& stages_;
   RankCoords at_;
   detail::Communicators c_;
   std::map<int, std::map<int, int>> gathered_;     // chunk -> first layer of bucket -> all-gather node
@@ -511,7 +528,8 @@ StepTotals step_totals(const Scenario& s) {
   const auto& p = s.parallelism;
   StepTotals totals;
   totals.tokens = static_cast<double>(p.global_batch) * s.training.seq;
-  totals.model_flops = training_flops_per_token(s.model, s.training.seq, padded_vocab(s.model.vocab, p.tp)).total() * totals.tokens;
+  totals.model_flops = model_flops_per_row(s.model, s.training.fine_tuning, s.training.seq, padded_vocab(s.model.vocab, p.tp)) *
+                       static_cast<double>(p.global_batch);
   return totals;
 }
 
@@ -525,13 +543,15 @@ Trace build_trace(const Scenario& s, const std::vector<int>& rank_gpu, bool all_
   const StepTotals totals = step_totals(s);
   trace.tokens_per_step = totals.tokens;
   trace.model_flops_per_step = totals.model_flops;
-  const auto layers = stage_layers(s.model.layers, p.pp * p.vp, p.account_for_embedding, p.account_for_loss, p.layout, s.file);
+  const auto stages = pipeline_stages(s.model.layers, s.model.mtp_layers, p, s.file);
+  std::vector<std::pair<int, int>> layers;
+  for (const auto& stage : stages) layers.emplace_back(stage.begin, stage.end);
   detail::TraceWriter writer(s, trace);
   for (int rank = 0; rank < trace.world; ++rank) {
     RankCoords c = coords_of(p, rank);
     if (!all_ranks && (c.tp != 0 || c.cp != 0 || c.dp != 0)) continue;
     trace.ranks.push_back(rank);
-    detail::RankBuilder(writer, rank, layers).build();
+    detail::RankBuilder(writer, rank, layers, stages).build();
   }
   return trace;
 }

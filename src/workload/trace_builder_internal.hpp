@@ -29,6 +29,9 @@ class TraceWriter {
   /// all-to-alls of combined 1F1B); every compute node emitted meanwhile runs on the rest.
   int sms_beside_comm = 0;
 
+  /// LoRA: the base weights are frozen, so no weight-gradient GEMM runs but the adapters' ("lora.*").
+  bool frozen_base() const { return s.training.fine_tuning.frozen_base(); }
+  bool skips_gemm(const std::string& name) const;
   /// Whether transformer layer `layer` runs its GEMMs in FP8 (precision, first_last_layers_bf16).
   bool fp8(int layer) const { return s.training.layer_in_fp8(layer, s.model.layers); }
   /// The id of the communicator (kind, ranks), created on first use.
@@ -99,5 +102,20 @@ int moe_unpermute(TraceWriter& w, int rank, int layer, bool backward, int after)
 int moe_shared_expert(TraceWriter& w, int rank, int layer, bool fc1, bool backward, int after);
 
 std::vector<int> after_of(int node);
+
+// Fine-tuning and multi-token prediction (lora_ops.cpp, mtp_ops.cpp).
+/// Keys per query of a layer's attention over one micro-batch row: the causal (or windowed) span, or
+/// with packed sequences the per-sequence work spread over the row (workload_kind.hpp).
+double attention_row_span(const Scenario& s, int layer);
+/// Keys per query inside the attention kernel (the sequences' own spans when packed), per CP step.
+double attention_kernel_keys(const Scenario& s, int layer);
+/// LoRA adapter of `module` (linear_qkv, linear_proj, linear_fc1, linear_fc2) on layer `layer`: forward
+/// y += B (A x), or in backward its data and weight gradients. Returns `after` when not targeted.
+int lora_forward(TraceWriter& w, int rank, const Communicators& c, const std::string& module, int after);
+int lora_backward(TraceWriter& w, int rank, const Communicators& c, const std::string& module, int after);
+/// The multi-token-prediction depths of a stage (embedding of the shifted tokens, norms, eh_proj, one
+/// layer of the last decoder layer's kind, final norm, shared output head and loss), forward or backward.
+int mtp_forward(TraceWriter& w, int rank, const Communicators& c, int depths, int after);
+int mtp_backward(TraceWriter& w, int rank, const Communicators& c, int depths, int after);
 
 }  // namespace fmsim::workload::detail

@@ -57,7 +57,7 @@ def deepseek_v3_is_the_validated_recipe():
     # Megatron-Bridge's DeepSeek-V3 H100 recipe as benchmarks/calibration/validate_training.py runs it.
     assert (par["tensor_model_parallel_size"], par["pipeline_model_parallel_size"],
             par["virtual_pipeline_model_parallel_size"], par["expert_model_parallel_size"]) == (2, 8, 4, 64), par
-    assert par["pipeline_model_parallel_layout"] == "Et|(tt|)*30L", par
+    assert par["pipeline_model_parallel_layout"] == "Et|(tt|)*30mL", par
     assert training["moe_token_dispatcher_type"] == "flex", training
     assert training["recompute_granularity"] == "selective", training
     assert sorted(training["recompute_modules"]) == ["mla_up_proj", "mlp"], training

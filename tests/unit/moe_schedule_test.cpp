@@ -216,7 +216,7 @@ TEST_CASE("moe_shared_expert_overlap runs the shared experts beside the all-to-a
   // DeepSeek-V3 (one shared expert) at EP8 in one node, one MoE layer.
   auto trace_with = [](bool overlap) {
     nlohmann::json doc = {{"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 1}}},
-                          {"model", {{"base", "deepseek-v3"}, {"num_hidden_layers", 2}, {"first_k_dense_replace", 1}}},
+                          {"model", {{"base", "deepseek-v3"}, {"num_hidden_layers", 2}, {"first_k_dense_replace", 1}, {"num_nextn_predict_layers", 0}}},
                           {"parallelism", {{"expert_model_parallel_size", 8}, {"global_batch_size", 8}}},
                           {"training", {{"seq_length", 1024}, {"moe_shared_expert_overlap", overlap}}}};
     Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());

@@ -374,7 +374,7 @@ TEST_CASE("mla_up_proj recompute keeps MLA's latents instead of Q, K, V and runs
   // DeepSeek-V3's attention at TP2: 128 heads of 192 query/key and 128 value dimensions, latents of
   // 1536 (Q) and 512 + 64 (KV, with the shared RoPE key). Per token the attention backward needs
   // Q, K, V: (128 x 192 x 2 + 128 x 128) / 2 elements on a TP rank; recompute keeps 1536 + 512 + 64.
-  const nlohmann::json model{{"base", "deepseek-v3"}, {"num_hidden_layers", 4}, {"first_k_dense_replace", 4}};
+  const nlohmann::json model{{"base", "deepseek-v3"}, {"num_hidden_layers", 4}, {"first_k_dense_replace", 4}, {"num_nextn_predict_layers", 0}};
   const nlohmann::json par{{"tensor_model_parallel_size", 2}, {"sequence_parallel", true}, {"global_batch_size", 4}};
   auto scenario = [&](const nlohmann::json& modules) {
     return make_scenario(par, {{"seq_length", 4096}, {"recompute_granularity", "selective"}, {"recompute_modules", modules}}, model, 1);

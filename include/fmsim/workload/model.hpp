@@ -47,6 +47,8 @@ struct ModelSpec {
   int learned_positions = 0;      ///< rows of a learned position embedding (GPT-3); 0 = rotary
   int sliding_window = 0;         ///< tokens; 0 = full attention everywhere
   std::vector<bool> sliding_layers;  ///< per layer: uses the sliding window
+  bool attention_sinks = false;   ///< a learned sink logit per head and layer (GPT-OSS)
+  int mtp_layers = 0;             ///< multi-token-prediction depths (HF num_nextn_predict_layers, Megatron mtp_num_layers)
   bool mla = false;
   MlaShape mla_shape;
   MoeShape moe;
@@ -86,6 +88,11 @@ struct ParameterCounts {
   double norms = 0;
   double total = 0;
   double active = 0;           ///< per token: with top-k experts only
+  /// The multi-token-prediction module (mtp_layers depths of: the last decoder layer's kind, eh_proj
+  /// 2h x h, enorm, hnorm, final norm; embedding and output head shared). Not in total / active,
+  /// which are the decoder's published counts (DeepSeek-V3: 671B + 14B MTP).
+  double mtp = 0;
+  double mtp_experts = 0;      ///< of which routed experts (sharded by EP)
 };
 ParameterCounts count_parameters(const ModelSpec& model);
 
@@ -93,7 +100,8 @@ ParameterCounts count_parameters(const ModelSpec& model);
 double layer_parameters(const ModelSpec& model, const ParameterCounts& counts, int layer);
 
 /// Average number of keys a query attends to at sequence length `seq`, causal, with an optional
-/// window (0 = none): seq / 2 without one, as Megatron counts it.
+/// window (0 = none): seq / 2 without one, as Megatron counts it; w - w (w - 1) / (2 seq) with a window
+/// w < seq (query i sees min(i + 1, w) keys; Megatron-Bridge flop_utils calculate_swa_context).
 double attended_span(int seq, int window);
 
 /// Megatron-Core accounting (MEGATRON-NOTES.md section 1): training FLOPs (forward + backward, 3 x 2

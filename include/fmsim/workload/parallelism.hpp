@@ -6,6 +6,7 @@
 #include "fmsim/config/object_reader.hpp"
 #include "fmsim/hardware/catalog.hpp"
 #include "fmsim/workload/model.hpp"
+#include "fmsim/workload/workload_kind.hpp"
 
 namespace fmsim::workload {
 
@@ -38,6 +39,8 @@ struct Parallelism {
   CpCommType cp_comm = CpCommType::p2p;
   bool account_for_embedding = false;  ///< account_for_embedding_in_pipeline_split
   bool account_for_loss = false;       ///< account_for_loss_in_pipeline_split
+  int first_stage_layers = 0;          ///< num_layers_in_first_pipeline_stage (0 = even split)
+  int last_stage_layers = 0;           ///< num_layers_in_last_pipeline_stage (0 = even split)
   std::string layout;                  ///< pipeline_model_parallel_layout, e.g. "Et*2|(t*2|)*34,t*3|(t*2|)*3,tL"
   int world() const { return tp * pp * cp * dp; }
 };
@@ -88,6 +91,9 @@ struct TrainingOptions {
   double bucket_params = 0;        ///< DDP bucket size in parameters; 0 = Megatron's default max(4e7, 1e6 dp)
   double total_tokens = 0;         ///< the whole run, for time/cost to train and goodput; 0 = not given
   long long train_iters = 0;       ///< the whole run in steps (Megatron --train-iters); 0 = not given
+  FineTuning fine_tuning;          ///< workload: pretrain, sft (packed sequences), lora (workload_kind.hpp)
+  /// Megatron mtp_num_layers: multi-token-prediction depths; -1 = the model's (HF num_nextn_predict_layers).
+  int mtp_num_layers = -1;
 
   /// Whether layer `layer` (0-based, of `layers`) runs its GEMMs in the low precision (FP8 or FP4).
   bool layer_in_fp8(int layer, int layers) const {
