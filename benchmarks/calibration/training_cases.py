@@ -7,8 +7,8 @@ import math
 import os
 import re
 
-from training_recipes import (GPT3_5B, MBRIDGE_PRECISION, MODELS, NEMO2407_PRECISION, UNPUBLISHED,
-                              recipe_settings)
+from training_recipes import (GPT3_5B, MBRIDGE_LORA, MBRIDGE_PRECISION, MODELS, NEMO2407_PRECISION, NEMO_LORA,
+                              UNPUBLISHED, fine_tuning_settings, recipe_settings)
 
 MOE = {"deepseek-v3", "gpt-oss-120b", "qwen3-30b-a3b", "qwen3-235b-a22b", "kimi-k2"}
 HYBRID = {"nemotron-3-nano", "nemotron-3-super", "nemotron-3-ultra"}
@@ -133,14 +133,12 @@ def mbridge_row_items(case_id, row, stack, workload, root):
             training = dict(MBRIDGE_PRECISION[prec])
         par, recipe_training = recipe_settings(model, pp, vp, ep)
         training.update(recipe_training)
-        if workload != "pretrain":
-            training["workload"] = workload
+        # The 26.06 SFT table counts model FLOPs over whole packed rows (it predates Megatron-Bridge's
+        # per-sequence count, pull request 4511).
+        training.update(fine_tuning_settings(workload, MBRIDGE_LORA, flops_per_row=workload == "sft"))
         if "tokendrop" in raw_name:
             training["moe_expert_capacity_factor"] = 1.0  # Megatron-Bridge's token-drop rows: capacity 1, padded
-        model_doc = model
-        if "w/ MTP" in raw_name:
-            model_doc = {"base": model, "num_nextn_predict_layers": 1}
-        doc = scenario(f"{model}-{system}-{gpus}", system, gpus, model_doc, tp, pp, cp, vp, ep, mbs, gbs, seq, training,
+        doc = scenario(f"{model}-{system}-{gpus}", system, gpus, model, tp, pp, cp, vp, ep, mbs, gbs, seq, training,
                        root, fsdp=fsdp, extra_par=par)
         items.append(item(case_id, label, group, "tokens/s/GPU", measured, doc, tokens_per_gpu, assumptions=assumptions))
     return items
@@ -159,7 +157,7 @@ def nemo2407_items(case, root):
             label = f"{row['model']} {row['task']} {gpus} GPUs TP{row['tp']} PP{row['pp']}"
             group = {"generation": "H100", "system": "DGX-H100", "kind": "dense", "workload": workload, "stack": stack}
             training = dict(NEMO2407_PRECISION[setup["precision"]])
-            training["workload"] = workload
+            training.update(fine_tuning_settings(workload, NEMO_LORA))
             doc = scenario(f"{model}-{workload}", "DGX-H100", gpus, model, row["tp"], row["pp"], 1, 1, 1, row["mbs"],
                            row["gbs"], setup["packed_seq_len"], training, root)
             items.append(item(case["id"], label, group, "tokens/s/GPU", row["tokens_per_s_per_gpu"], doc, tokens_per_gpu))

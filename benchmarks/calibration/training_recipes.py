@@ -21,12 +21,13 @@ GPT3_5B = {"model_type": "gpt3", "hidden_size": 4096, "intermediate_size": 16384
 
 # Pipeline layouts where they differ from an even split (Megatron-Bridge 25.11 recipes; MEGATRON-NOTES.md
 # section 8): Llama-3-70B FP8 at PP8 VP5 uses a custom layout (its 40 stages belong to that PP x VP only);
-# 405B and Qwen3-235B account for the embedding and loss in the split. DeepSeek-V3 at PP8 VP4
-# (DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1) uses "Et|(tt|)*30mL"; without an MTP layer (m) its last stage keeps
-# only the loss.
-LAYOUT_STAGES = {"llama3-70b": 40, "deepseek-v3": 32}
+# 405B and Qwen3-235B account for the embedding and loss in the split. DeepSeek-V3's recipes place its
+# MTP layer (m) on the last stage with a layout per PP x VP (Megatron-Bridge deepseek_v3 workload configs:
+# DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1 at PP8 VP4 "Et|(tt|)*30mL"; the others as listed). Every DeepSeek-V3
+# row of the set counts MTP: its published TFLOP/s over tokens/s is 260.0 GFLOP/token, Megatron's count with
+# MTP (249.8 without).
+LAYOUT_STAGES = {"llama3-70b": 40}
 LAYOUTS = {"llama3-70b": {"pipeline_model_parallel_layout": "Et*2|(t*2|)*34,t*3|(t*2|)*3,tL"},
-           "deepseek-v3": {"pipeline_model_parallel_layout": "Et|(tt|)*30L"},
            "llama3.1-405b": {"account_for_embedding_in_pipeline_split": True, "account_for_loss_in_pipeline_split": True},
            "qwen3-235b-a22b": {"account_for_embedding_in_pipeline_split": True, "account_for_loss_in_pipeline_split": True}}
 
@@ -59,11 +60,36 @@ MBRIDGE_PRECISION = {
 NEMO2407_PRECISION = {"FP8": {"precision": "fp8", "fp8_recipe": "delayed"}, "BF16": {"precision": "bf16"}}
 
 
+DEEPSEEK_LAYOUTS = {(8, 4): "Et|(tt|)*30mL", (4, 1): "Et*16|t*16|t*16|t*13mL", (8, 1): "Et*8|(t*8|)*6,t*5mL",
+                    (4, 2): "Et*8|(t*8|)*6,t*5mL", (16, 1): "Et*4|(t*4|)*14,tmL", (8, 2): "Et*4|(t*4|)*14,tmL",
+                    (4, 4): "Et*4|(t*4|)*14,tmL", (2, 8): "Et*4|(t*4|)*14,tmL"}
+
+# Fine-tuning recipes. Megatron-Bridge 26.06 (perf_recipes/llama/llama3.py @ 067f987d): SQuAD packed into
+# rows of seq_length, LoRA dim 16, alpha 32 on linear_qkv; its SFT table counts model FLOPs over whole rows.
+# NeMo 24.07 (megatron_gpt_finetuning_config.yaml): LoRA adapter_dim 32, alpha 32 on attention_qkv.
+# SQuAD's sequence lengths (mean 180 tokens, std 60, rows 99 % full) are an estimate, not a measured figure.
+SQUAD_PACKING = {"mean_sequence_length": 180, "sequence_length_std": 60, "packing_efficiency": 0.99}
+MBRIDGE_LORA = {"rank": 16, "alpha": 32, "target_modules": ["linear_qkv"]}
+NEMO_LORA = {"rank": 32, "alpha": 32, "target_modules": ["linear_qkv"]}
+
+
+def fine_tuning_settings(workload, lora, flops_per_row=False):
+    """training settings of an SFT or LoRA row (empty for pretraining)."""
+    if workload == "pretrain":
+        return {}
+    training = {"workload": workload, "packing": dict(SQUAD_PACKING, flops_attention="per_row" if flops_per_row else "per_sequence")}
+    if workload == "lora":
+        training["lora"] = lora
+    return training
+
+
 def recipe_settings(model, pp, vp, ep):
     """(parallelism, training) settings of the published recipe for `model` at this PP x VP x EP."""
     par, training = {}, {}
     if pp * vp > 1 and LAYOUT_STAGES.get(model, pp * vp) == pp * vp:
         par.update(LAYOUTS.get(model, {}))
+    if model == "deepseek-v3" and (pp, vp) in DEEPSEEK_LAYOUTS:
+        par["pipeline_model_parallel_layout"] = DEEPSEEK_LAYOUTS[(pp, vp)]
     if model in DISPATCHER:
         training["moe_token_dispatcher_type"] = DISPATCHER[model]
     if model in A2A_OVERLAP and ep > 1 and (pp == 1 or vp > 1):  # what Megatron-Bridge allows
