@@ -34,6 +34,8 @@ Shapes shapes_of(const TraceWriter& w) {
   return s;
 }
 
+}  // namespace
+
 /// Forward attention FLOPs of one rank for one micro-batch (causal; CP splits the work evenly).
 double attention_forward_flops(const TraceWriter& w, int layer) {
   const auto& m = w.s.model;
@@ -54,12 +56,6 @@ double attention_kernel_span(const TraceWriter& w, int layer) {
 /// optionally overlapped with the GEMM (tp_comm_overlap: TE userbuffers). Returns the node ending both.
 /// `bulk`: TE's bulk overlap (the backward's second input all-gather and the dgrad reduce-scatter run
 /// whole beside a GEMM, MEGATRON-NOTES.md section 4).
-struct TpGemm {
-  std::string name;
-  double m, n, k;
-  bool bulk = false;
-};
-
 int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, int layer, const TpGemm& g, Op op, bool comm_first,
                  int after) {
   const auto& p = w.s.parallelism;
@@ -130,6 +126,8 @@ int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int laye
   return w.collective(rank, c.cp, "cp", Category::cp_comm, Op::alltoall, backward ? qkv_bytes : out_bytes, "cp.a2a_out", {attn});
 }
 
+namespace {
+
 /// MLA's KV up-projection GEMM: the KV latent to every local head's no-RoPE key and value.
 int mla_kv_up(TraceWriter& w, int rank, int layer, const std::string& name, int after) {
   const auto& m = w.s.model;
@@ -142,6 +140,8 @@ int mla_kv_up(TraceWriter& w, int rank, int layer, const std::string& name, int 
 int mla_q_up(TraceWriter& w, int rank, int layer, const std::string& name, int after) {
   return w.gemm(rank, name, w.tokens, shapes_of(w).q, w.s.model.mla_shape.q_lora_rank, w.fp8(layer), {after});
 }
+
+}  // namespace
 
 /// QKV (or MLA's down and up projections) forward GEMMs after the input all-gather.
 int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
@@ -159,6 +159,8 @@ int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int
   return w.gemm(rank, "mla.q", t, s.q, s.h, w.fp8(layer), {node});
 }
 
+namespace {
+
 /// mla_up_proj recompute: MLA's Q and KV up-projections and RoPE run again before the attention backward.
 int mla_up_recompute(TraceWriter& w, int rank, int layer, int after) {
   const Shapes s = shapes_of(w);
@@ -170,6 +172,7 @@ int mla_up_recompute(TraceWriter& w, int rank, int layer, int after) {
 }  // namespace
 
 LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer) {
+  if (w.s.model.hybrid.enabled()) return hybrid_forward_pieces(w, rank, c, layer);  // mamba_ops.cpp
   const bool moe = w.s.model.layer_is_moe(layer);
   const Shapes s = shapes_of(w);
   const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
@@ -200,6 +203,7 @@ LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& 
 }
 
 LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer) {
+  if (w.s.model.hybrid.enabled()) return hybrid_backward_pieces(w, rank, c, layer);  // mamba_ops.cpp
   const auto& tr = w.s.training;
   const bool moe = w.s.model.layer_is_moe(layer);
   const bool delay_wgrad = moe && tr.delay_wgrad_compute;

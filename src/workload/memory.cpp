@@ -18,6 +18,7 @@ double activation_bytes_per_layer(const Scenario& s, int layer) {
   const double sp_share = p.sequence_parallel ? 1.0 / tp : 1.0;  // LayerNorm/dropout regions
   const double linear_in = t.layer_in_fp8(layer, m.layers) ? 1.0 : 2.0;  // FP8 keeps GEMM inputs in FP8
   if (t.recompute == Recompute::full) return 2.0 * tokens * h * sp_share;  // only the layer input
+  if (m.hybrid.enabled()) return hybrid_activation_bytes(s, layer);  // mamba_ops.cpp
   const double q = m.q_dim() / tp;
   const double kv = (m.mla ? m.heads * (m.mla_shape.qk_nope_head_dim + m.mla_shape.qk_rope_head_dim + m.mla_shape.v_head_dim) / 2.0
                            : m.kv_dim()) / tp;

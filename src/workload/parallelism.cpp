@@ -166,6 +166,7 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
     fail(tp_key, p.tp, "does not divide the model's " + std::to_string(m.kv_heads) + " key/value heads (num_query_groups)");
   }
   if (m.ffn % p.tp != 0) fail(tp_key, p.tp, "does not divide the MLP intermediate size " + std::to_string(m.ffn));
+  if (m.hybrid.enabled()) validate_hybrid_parallelism(p, m, where);
   if (std::int64_t{p.pp} * p.vp > m.layers) {
     fail("/parallelism/pipeline_model_parallel_size", p.pp,
          "x virtual stages " + std::to_string(p.vp) + " exceeds the model's " + std::to_string(m.layers) + " layers");
