@@ -225,7 +225,10 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     // runs its whole forward again before its backward (Megatron checkpoints the MLP module: FC1 with
     // the SP all-gather of its input, the activation, FC2 with its reduce-scatter or all-reduce).
     if (selective && again.layernorm) node = w.memory(rank, "norms.recompute", 2 * 2 * tsp * s.h * ab, after_of(node));
-    if (moe) return moe_unpermute(w, rank, layer, true, node);
+    if (moe) {
+      if (selective && again.moe) node = moe_forward_again(w, rank, c, layer, node);
+      return moe_unpermute(w, rank, layer, true, node);
+    }
     if (selective && again.mlp) {
       node = gemm_with_tp(w, rank, c, layer, {"fc1.recompute", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
       node = w.memory(rank, "act.recompute", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});

@@ -249,8 +249,14 @@ LayerPieces hybrid_backward_pieces(TraceWriter& w, int rank, const Communicators
   } else if (kind == HybridLayer::mlp) {
     pieces.push_back({PieceRole::pre, [&w, &c, rank, layer, prologue](int after) { return mlp_backward(w, rank, c, layer, prologue(after)); }});
   } else {
-    pieces.push_back({PieceRole::pre, [&w, rank, layer, prologue](int after) {
-      const int node = latent_projection(w, rank, layer, false, true, prologue(after));
+    pieces.push_back({PieceRole::pre, [&w, &c, rank, layer, prologue](int after) {
+      int node = prologue(after);
+      if (w.s.training.recompute == Recompute::selective && w.s.training.recompute_modules.moe) {
+        node = latent_projection(w, rank, layer, true, false, node);  // the MoE block's forward again
+        node = moe_forward_again(w, rank, c, layer, node);
+        node = latent_projection(w, rank, layer, false, false, node);
+      }
+      node = latent_projection(w, rank, layer, false, true, node);
       return moe_unpermute(w, rank, layer, true, node);
     }});
     pieces.push_back({PieceRole::combine, [&w, &c, rank](int after) { return moe_a2a_to_experts(w, rank, c, true, after); }});
@@ -298,6 +304,7 @@ double hybrid_activation_bytes(const Scenario& s, int layer) {
       if (!(selective && again.mlp)) bytes += tokens * m.ffn / tp * ((m.gated_mlp ? 2 : 1) * 2.0 + linear_in);
       break;
     case HybridLayer::moe: {
+      if (selective && again.moe) break;  // recompute "moe": only the block's input and norm output are kept
       const double width = m.hybrid.moe_latent > 0 ? m.hybrid.moe_latent : h;
       const double rows = tokens * sp_share * m.moe.experts_per_token * p.etp;
       const double ffn = m.moe.expert_ffn / static_cast<double>(p.etp);

@@ -44,7 +44,9 @@ double activation_bytes_per_layer(const Scenario& s, int layer) {
   // MLP block: LN input, LN output (FC1 input), mask; FC1 output (both halves when gated), FC2 input.
   const bool mlp_again = selective && again.mlp && !m.layer_is_moe(layer);
   bytes += tokens * h * sp_share * (2 + (mlp_again ? 0.0 : norm_out) + 1);
-  if (m.layer_is_moe(layer)) {
+  if (m.layer_is_moe(layer) && selective && again.moe) {
+    // recompute "moe": only the MoE block's input (the norm output above) is kept.
+  } else if (m.layer_is_moe(layer)) {
     const double rows = tokens * sp_share * m.moe.experts_per_token * p.etp;  // routed rows this GPU computes
     const double ffn = m.moe.expert_ffn / static_cast<double>(p.etp);
     const double act_out = selective && again.moe_act ? 0.0 : linear_in;

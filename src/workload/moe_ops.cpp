@@ -213,6 +213,14 @@ int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool 
                       backward ? "moe.dispatch.bwd" : "moe.combine", after_of(node));
 }
 
+int moe_forward_again(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
+  int node = moe_route(w, rank, layer, false, after);
+  node = moe_a2a_to_experts(w, rank, c, false, node);
+  node = moe_experts(w, rank, layer, false, false, node);
+  node = moe_a2a_from_experts(w, rank, c, false, node);
+  return moe_unpermute(w, rank, layer, false, node);
+}
+
 int moe_unpermute(TraceWriter& w, int rank, int layer, bool backward, int after) {
   const MoeShape s = moe_shape(w);
   int node = after;  // flex: the combine kernel sums each token's expert outputs

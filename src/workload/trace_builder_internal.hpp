@@ -95,6 +95,9 @@ int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool 
 /// Unpermutation (weighted sum of the expert outputs), forward or backward (with
 /// moe_shared_expert_overlap, then the shared FC2's backward beside the combine's gradient).
 int moe_unpermute(TraceWriter& w, int rank, int layer, bool backward, int after);
+/// recompute_modules "moe": the whole MoE block's forward again (router, permutation, dispatch, experts,
+/// combine, unpermutation) before its backward, Megatron's checkpoint of the MoE layer.
+int moe_forward_again(TraceWriter& w, int rank, const Communicators& c, int layer, int after);
 /// One shared-expert GEMM pass: FC1 or FC2, forward or backward (data and weight gradients).
 int moe_shared_expert(TraceWriter& w, int rank, int layer, bool fc1, bool backward, int after);
 

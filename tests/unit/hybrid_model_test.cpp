@@ -213,3 +213,35 @@ TEST_CASE("hybrid memory: a Mamba layer keeps its in_proj and scan outputs", "[h
   // The attention layer: Q, K, V and the attention output.
   CHECK(activation_bytes_per_layer(s, 1) == 256.0 * (64 * 4 + 2 * (64 + 64) + 2 * 64));
 }
+
+TEST_CASE("recompute_modules moe: only the MoE block's input is kept, its forward runs again", "[hybrid]") {
+  std::vector<int> rank_gpu(8);
+  for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+  auto with = [](const nlohmann::json& modules, const nlohmann::json& model) {
+    nlohmann::json doc = {{"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 1}}},
+                          {"model", model},
+                          {"parallelism", {{"expert_model_parallel_size", 4}, {"global_batch_size", 8}}},
+                          {"training", {{"seq_length", 256}, {"recompute_granularity", "selective"}, {"recompute_modules", modules}}}};
+    return scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+  };
+  const nlohmann::json qwen = {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 2}};
+  for (const auto& model : {tiny_config(), qwen}) {
+    const Scenario plain = with({"core_attn"}, model), again = with({"core_attn", "moe"}, model);
+    const int moe_layer = plain.model.hybrid.enabled() ? 3 : 0;
+    const int dense_layer = plain.model.hybrid.enabled() ? 2 : 0;
+    // The routed rows and the shared expert's activations go; the block input and norm output stay.
+    const double h = plain.model.hidden, tokens = 256;
+    if (plain.model.hybrid.enabled()) CHECK(activation_bytes_per_layer(again, moe_layer) == tokens * h * 4);
+    CHECK(activation_bytes_per_layer(again, moe_layer) < activation_bytes_per_layer(plain, moe_layer));
+    if (plain.model.hybrid.enabled()) CHECK(activation_bytes_per_layer(again, dense_layer) == activation_bytes_per_layer(plain, dense_layer));
+    auto count = [&rank_gpu](const Scenario& s, const std::string& name) {
+      int n = 0;
+      for (const auto& node : build_trace(s, rank_gpu, false).nodes) n += node.rank == 0 && node.name == name ? 1 : 0;
+      return n;
+    };
+    // Forward experts and both all-to-alls run twice per micro-batch: once in the forward, again before the backward.
+    CHECK(count(again, "moe.fc1") == 2 * count(plain, "moe.fc1"));
+    CHECK(count(again, "moe.dispatch") == 2 * count(plain, "moe.dispatch"));
+    CHECK(count(again, "moe.fc1.dgrad") == count(plain, "moe.fc1.dgrad"));
+  }
+}
