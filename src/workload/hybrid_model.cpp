@@ -66,6 +66,27 @@ void refuse_unmodelled(const json& config, const std::string& file) {
   }
 }
 
+std::string shown_pattern(const std::string& letters) {
+  return "\"" + (letters.size() > 120 ? letters.substr(0, 120) + "..." : letters) + "\"";
+}
+
+/// The letters of a pattern value, each one of M, *, -, E (else exit 2 naming the letter and position).
+std::string pattern_letters(const json& pattern, const std::string& file, const std::string& key) {
+  if (!pattern.is_string()) fail(file, key, pattern.dump().substr(0, 80), "expected a string of layer letters (M, *, -, E)");
+  const std::string letters = pattern.get<std::string>();
+  for (std::size_t i = 0; i < letters.size(); ++i) {
+    const char c = letters[i];
+    if (c == 'M' || c == '*' || c == '-' || c == 'E') continue;
+    std::string why = "letter '" + std::string(1, c) + "' at position " + std::to_string(i) +
+                      " is not a layer type (expected M = Mamba-2, * = attention, - = MLP, E = MoE)";
+    if (c == '|') why += "; pipeline stage boundaries go in pipeline_model_parallel_layout";
+    if (c == '/') why += "; give multi-token-prediction layers as mtp_hybrid_override_pattern";
+    if (c == 'G') why += "; gated-delta-net layers are not modelled (docs/model.md, 'Not modelled')";
+    fail(file, key, shown_pattern(letters), why);
+  }
+  return letters;
+}
+
 HybridLayer layer_of(char letter) {
   switch (letter) {
     case 'M': return HybridLayer::mamba;
@@ -84,6 +105,11 @@ bool gated(const std::string& act) {
 
 int HybridSpec::count(HybridLayer kind) const { return static_cast<int>(std::count(layers.begin(), layers.end(), kind)); }
 
+HybridLayer HybridSpec::kind(int layer) const {
+  const int decoder = static_cast<int>(layers.size());
+  return layer < decoder ? layers[layer] : mtp_layers.at(layer - decoder);
+}
+
 void read_hybrid_config(const json& config, const std::string& file, ModelSpec& m) {
   refuse_unmodelled(config, file);
   std::string key = find(config, "hybrid_override_pattern") != nullptr ? "hybrid_override_pattern" : "hybrid_layer_pattern";
@@ -95,19 +121,8 @@ void read_hybrid_config(const json& config, const std::string& file, ModelSpec& 
     }
     return;
   }
-  if (!pattern->is_string()) fail(file, key, pattern->dump().substr(0, 80), "expected a string of layer letters (M, *, -, E)");
-  const std::string letters = pattern->get<std::string>();
-  const std::string shown = "\"" + (letters.size() > 120 ? letters.substr(0, 120) + "..." : letters) + "\"";
-  for (std::size_t i = 0; i < letters.size(); ++i) {
-    const char c = letters[i];
-    if (c == 'M' || c == '*' || c == '-' || c == 'E') continue;
-    std::string why = "letter '" + std::string(1, c) + "' at position " + std::to_string(i) +
-                      " is not a layer type (expected M = Mamba-2, * = attention, - = MLP, E = MoE)";
-    if (c == '|') why += "; pipeline stage boundaries go in pipeline_model_parallel_layout";
-    if (c == '/') why += "; multi-token-prediction depths are not modelled for hybrid models";
-    if (c == 'G') why += "; gated-delta-net layers are not modelled (docs/model.md, 'Not modelled')";
-    fail(file, key, shown, why);
-  }
+  const std::string letters = pattern_letters(*pattern, file, key);
+  const std::string shown = shown_pattern(letters);
   if (static_cast<int>(letters.size()) != m.layers) {
     fail(file, key, shown, "has " + std::to_string(letters.size()) + " layers but num_hidden_layers is " +
                                std::to_string(m.layers) + " (expected one letter per layer)");
@@ -125,7 +140,16 @@ void read_hybrid_config(const json& config, const std::string& file, ModelSpec& 
     m.moe.shared_ffn = integer(config, file, "moe_shared_expert_intermediate_size", 0, 0);
   }
   h.moe_latent = integer(config, file, "moe_latent_size", 0, 0);
-  if (h.count(HybridLayer::mamba) == 0) return;
+  if (const json* mtp = find(config, "mtp_hybrid_override_pattern"); mtp != nullptr) {
+    const std::string letters = pattern_letters(*mtp, file, "mtp_hybrid_override_pattern");
+    if (letters.empty()) fail(file, "mtp_hybrid_override_pattern", "\"\"", "expected at least one layer letter");
+    for (char c : letters) h.mtp_layers.push_back(layer_of(c));
+    if (std::count(letters.begin(), letters.end(), 'E') > 0 && !m.is_moe()) {
+      fail(file, "mtp_hybrid_override_pattern", shown_pattern(letters), "has MoE layers (E) but the model has no routed experts");
+    }
+  }
+  const bool any_mamba = h.count(HybridLayer::mamba) > 0 || std::count(h.mtp_layers.begin(), h.mtp_layers.end(), HybridLayer::mamba) > 0;
+  if (!any_mamba) return;
   MambaShape& s = h.mamba;
   s.heads = integer(config, file, "mamba_num_heads", -1);
   s.head_dim = integer(config, file, "mamba_head_dim", 64);
@@ -168,7 +192,7 @@ void count_hybrid_parameters(const ModelSpec& m, ParameterCounts& c) {
 
 double hybrid_layer_parameters(const ModelSpec& m, const ParameterCounts& c, int layer) {
   const double norm = m.hidden;
-  switch (m.hybrid.layers[layer]) {
+  switch (m.hybrid.kind(layer)) {
     case HybridLayer::mamba: return norm + c.mamba_per_layer;
     case HybridLayer::attention: return norm + c.attention_per_layer;
     case HybridLayer::mlp: return norm + c.dense_mlp_per_layer;
@@ -176,6 +200,10 @@ double hybrid_layer_parameters(const ModelSpec& m, const ParameterCounts& c, int
   }
   return norm;
 }
+
+namespace {
+void add_layer_flops(const ModelSpec& m, int seq, const std::vector<HybridLayer>& layers, FlopsPerToken& f);
+}  // namespace
 
 FlopsPerToken hybrid_training_flops_per_token(const ModelSpec& m, int seq, int vocab_padded) {
   // Megatron's hybrid_flops (forward per token, x3 for forward + backward), layer by layer:
@@ -186,6 +214,21 @@ FlopsPerToken hybrid_training_flops_per_token(const ModelSpec& m, int seq, int v
   //   MoE        4 h ffn_e k + 4 h shared (x 3/2 when gated); LatentMoE: 4 l ffn_e k + 4 h l + shared
   //   logits     2 h V
   FlopsPerToken f;
+  const double h = m.hidden;
+  add_layer_flops(m, seq, m.hybrid.layers, f);
+  f.logits = 3 * 2.0 * h * vocab_padded;
+  return f;
+}
+
+FlopsPerToken hybrid_mtp_flops_per_token(const ModelSpec& m, int seq, int vocab_padded, int depths) {
+  FlopsPerToken f;
+  for (int d = 0; d < depths; ++d) add_layer_flops(m, seq, m.hybrid.mtp_layers, f);
+  f.logits = 3 * 2.0 * m.hidden * vocab_padded * depths;
+  return f;
+}
+
+namespace {
+void add_layer_flops(const ModelSpec& m, int seq, const std::vector<HybridLayer>& layers, FlopsPerToken& f) {
   const HybridSpec& hy = m.hybrid;
   const double h = m.hidden, scale = m.gated_mlp ? 1.5 : 1.0;
   const double q = m.q_dim(), kv = m.kv_dim();
@@ -193,7 +236,7 @@ FlopsPerToken hybrid_training_flops_per_token(const ModelSpec& m, int seq, int v
   const double moe_routed = hy.moe_latent > 0
                                 ? 4.0 * hy.moe_latent * m.moe.expert_ffn * m.moe.experts_per_token * scale + 4.0 * h * hy.moe_latent
                                 : 4.0 * h * m.moe.expert_ffn * m.moe.experts_per_token * scale;
-  for (HybridLayer kind : hy.layers) {
+  for (HybridLayer kind : layers) {
     switch (kind) {
       case HybridLayer::attention:
         f.dense_matmul += 3 * (4.0 * q * h + 4.0 * kv * h);
@@ -207,9 +250,8 @@ FlopsPerToken hybrid_training_flops_per_token(const ModelSpec& m, int seq, int v
       case HybridLayer::moe: f.dense_matmul += 3 * (moe_routed + 4.0 * h * m.moe.shared_ffn * scale); break;
     }
   }
-  f.logits = 3 * 2.0 * h * vocab_padded;
-  return f;
 }
+}  // namespace
 
 void validate_hybrid_parallelism(const Parallelism& p, const ModelSpec& m, const std::string& where) {
   const MambaShape& s = m.hybrid.mamba;

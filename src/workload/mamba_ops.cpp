@@ -201,7 +201,7 @@ bool selective_norm(const TraceWriter& w) {
 }  // namespace
 
 LayerPieces hybrid_forward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer) {
-  const HybridLayer kind = w.s.model.hybrid.layers[layer];
+  const HybridLayer kind = w.s.model.hybrid.kind(layer);
   LayerPieces pieces;
   if (kind == HybridLayer::mamba) {
     pieces.push_back({PieceRole::attention, [&w, &c, rank, layer](int after) { return mamba_forward(w, rank, c, layer, after); }});
@@ -232,7 +232,7 @@ LayerPieces hybrid_forward_pieces(TraceWriter& w, int rank, const Communicators&
 }
 
 LayerPieces hybrid_backward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer) {
-  const HybridLayer kind = w.s.model.hybrid.layers[layer];
+  const HybridLayer kind = w.s.model.hybrid.kind(layer);
   const bool delay_wgrad = kind == HybridLayer::moe && w.s.training.delay_wgrad_compute;
   // Full recompute runs the layer's forward again first; selective layernorm recompute, its norm.
   auto prologue = [&w, &c, rank, layer](int after) {
@@ -288,7 +288,7 @@ double hybrid_activation_bytes(const Scenario& s, int layer) {
   const double norm_out = selective && again.layernorm ? 0.0 : linear_in;
   // Every block keeps its input (for the norm's backward) and the norm's output (the first GEMM's input).
   double bytes = tokens * h * sp_share * (2 + norm_out);
-  switch (m.hybrid.layers[layer]) {
+  switch (m.hybrid.kind(layer)) {
     case HybridLayer::mamba: {
       // MambaSplitConv1dScanCombinedFn (mamba_ssm, Megatron's use_mem_eff_path) saves the in_proj output
       // (z, x, B, C, dt) and the scan output y (the conv1d output and the scan's fp32 intermediates are

@@ -207,7 +207,7 @@ ModelSpec load_model(const std::string& name_or_path, const std::filesystem::pat
 }
 
 bool ModelSpec::layer_is_moe(int layer) const {
-  if (hybrid.enabled()) return hybrid.layers[layer] == HybridLayer::moe;
+  if (hybrid.enabled()) return hybrid.kind(layer) == HybridLayer::moe;
   if (!is_moe() || layer < moe.first_dense_layers) return false;
   return (layer - moe.first_dense_layers) % moe.layer_frequency == 0;
 }

@@ -245,3 +245,22 @@ TEST_CASE("recompute_modules moe: only the MoE block's input is kept, its forwar
     CHECK(count(again, "moe.fc1.dgrad") == count(plain, "moe.fc1.dgrad"));
   }
 }
+
+TEST_CASE("hybrid MTP pattern: layers after the decoder's, Megatron's count with 2 depths", "[hybrid]") {
+  const ModelSpec super = preset("nemotron-3-super");
+  REQUIRE(super.hybrid.mtp_layers.size() == 2);
+  CHECK(super.hybrid.kind(super.layers) == HybridLayer::attention);  // "*E"
+  CHECK(super.hybrid.kind(super.layers + 1) == HybridLayer::moe);
+  CHECK(super.hybrid.count(HybridLayer::attention) == 8);  // the decoder's only
+  // Megatron-Bridge's figure for Super at 8K with the recipe's 2 MTP depths (calibration
+  // train-mbridge-26.04-pretrain-gb300, Nemotron_3_Super NVFP4: 815 TFLOP/s/GPU at 9,623 tokens/s/GPU).
+  const int vocab = padded_vocab(super.vocab, 1);
+  const double decoder = training_flops_per_token(super, 8192, vocab).total();
+  const double mtp = hybrid_mtp_flops_per_token(super, 8192, vocab, 2).total();
+  CHECK(decoder + mtp == Approx(815e12 / 9623).epsilon(0.002));
+  CHECK(mtp == Approx(2 * (3 * (4.0 * 4096 * 4096 + 4.0 * 256 * 4096 + 2.0 * 4096 * 8192) +
+                           3 * (4.0 * 1024 * 2688 * 22 + 4.0 * 4096 * 1024 + 4.0 * 4096 * 5376) + 3 * 2.0 * 4096 * vocab)));
+  nlohmann::json config = tiny_config();
+  config["mtp_hybrid_override_pattern"] = "*Q";
+  CHECK(import_error(config).find("/mtp_hybrid_override_pattern = \"*Q\": letter 'Q' at position 1") != std::string::npos);
+}

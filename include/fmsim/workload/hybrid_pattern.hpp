@@ -39,8 +39,15 @@ struct HybridSpec {
   std::string pattern;
   MambaShape mamba;
   int moe_latent = 0;  ///< LatentMoE: routed experts work in this width (moe_latent_size; 0 = hidden)
+  /// One multi-token-prediction depth's layers (HF/Megatron mtp_hybrid_override_pattern, e.g. "*E" in
+  /// Nemotron 3 Super and Ultra). They are numbered after the decoder's: layer index layers.size() + i
+  /// is MTP layer i, so the MTP module can emit them with emit_layer_forward (the depth count is the
+  /// model's MTP setting, num_nextn_predict_layers / mtp_num_layers).
+  std::vector<HybridLayer> mtp_layers;
   bool enabled() const { return !layers.empty(); }
-  int count(HybridLayer kind) const;
+  int count(HybridLayer kind) const;  ///< decoder layers of a kind (MTP layers not included)
+  /// Kind of decoder layer `layer`, or of MTP layer layer - layers.size().
+  HybridLayer kind(int layer) const;
 };
 
 /// Reads hybrid_override_pattern and the Mamba and LatentMoE keys into `model` (whose num_hidden_layers,
@@ -58,6 +65,9 @@ double hybrid_layer_parameters(const ModelSpec& model, const ParameterCounts& co
 /// Training FLOPs per token as Megatron counts them for hybrid models (hybrid_flops in
 /// Megatron-LM megatron/training/training.py and Megatron-Bridge training/utils/flop_utils.py).
 FlopsPerToken hybrid_training_flops_per_token(const ModelSpec& model, int seq, int vocab_padded);
+/// Megatron's training FLOPs per token of `depths` MTP depths of a hybrid model: the MTP pattern's layers
+/// (counted as hybrid_flops counts a unified pattern's MTP letters) and one more logits each.
+FlopsPerToken hybrid_mtp_flops_per_token(const ModelSpec& model, int seq, int vocab_padded, int depths);
 /// Activation bytes one GPU keeps for hybrid layer `layer` of one micro-batch.
 double hybrid_activation_bytes(const Scenario& s, int layer);
 /// Parallel layout checks of a hybrid model (Megatron's MambaMixer: TP and CP shard the Mamba heads
