@@ -127,6 +127,10 @@ void read_hybrid_config(const json& config, const std::string& file, ModelSpec& 
     fail(file, key, shown, "has " + std::to_string(letters.size()) + " layers but num_hidden_layers is " +
                                std::to_string(m.layers) + " (expected one letter per layer)");
   }
+  if (m.mla) {
+    fail(file, "kv_lora_rank", std::to_string(m.mla_shape.kv_lora_rank),
+         "multi-head latent attention in a hybrid pattern is not modelled (Nemotron-H layers use GQA)");
+  }
   HybridSpec& h = m.hybrid;
   h.pattern = letters;
   for (char c : letters) h.layers.push_back(layer_of(c));
@@ -160,6 +164,16 @@ void read_hybrid_config(const json& config, const std::string& file, ModelSpec& 
   if (const json* bias = find(config, "use_conv_bias"); bias != nullptr) {
     if (!bias->is_boolean()) fail(file, "use_conv_bias", bias->dump(), "expected true or false");
     s.conv_bias = bias->get<bool>();
+  }
+  // Widths stay within 16,777,216 (as every dimension does), so the int products of the kernels' shapes are exact.
+  constexpr long long most = 1 << 24;
+  if (static_cast<long long>(s.heads) * s.head_dim > most) {
+    fail(file, "mamba_head_dim", std::to_string(s.head_dim), "mamba_num_heads x mamba_head_dim = " +
+         std::to_string(static_cast<long long>(s.heads) * s.head_dim) + ": expected at most 16,777,216");
+  }
+  if (static_cast<long long>(s.groups) * s.state > most) {
+    fail(file, "ssm_state_size", std::to_string(s.state), "n_groups x ssm_state_size = " +
+         std::to_string(static_cast<long long>(s.groups) * s.state) + ": expected at most 16,777,216");
   }
   if (s.heads % s.groups != 0) {
     fail(file, "n_groups", std::to_string(s.groups), "expected a divisor of mamba_num_heads (" + std::to_string(s.heads) + ")");

@@ -133,6 +133,15 @@ TEST_CASE("hybrid pattern: bad patterns and unmodelled architectures are refused
   config["hybrid_override_pattern"] = "M*-E";
   config["n_groups"] = 3;
   CHECK(import_error(config).find("/n_groups = 3: expected a divisor of mamba_num_heads (8)") != std::string::npos);
+  config["n_groups"] = 2;
+  config["mamba_head_dim"] = 1 << 22;  // 8 heads of 4M: a d_inner past 16,777,216
+  CHECK(import_error(config).find("mamba_num_heads x mamba_head_dim = 33554432: expected at most 16,777,216") != std::string::npos);
+  config = tiny_config();
+  config["ssm_state_size"] = 1 << 24;
+  CHECK(import_error(config).find("n_groups x ssm_state_size = 33554432") != std::string::npos);
+  config = tiny_config();
+  config["kv_lora_rank"] = 32;
+  CHECK(import_error(config).find("multi-head latent attention in a hybrid pattern is not modelled") != std::string::npos);
   config = tiny_config();
   config.erase("n_routed_experts");
   CHECK(import_error(config).find("has MoE layers (E) but the model has no routed experts") != std::string::npos);
