@@ -140,7 +140,7 @@ TEST_CASE("hybrid pattern: bad patterns and unmodelled architectures are refused
   config["ssm_state_size"] = 1 << 24;
   CHECK(import_error(config).find("n_groups x ssm_state_size = 33554432") != std::string::npos);
   config = tiny_config();
-  config["kv_lora_rank"] = 32;
+  config.update({{"kv_lora_rank", 32}, {"qk_nope_head_dim", 8}, {"qk_rope_head_dim", 8}, {"v_head_dim", 16}});
   CHECK(import_error(config).find("multi-head latent attention in a hybrid pattern is not modelled") != std::string::npos);
   config = tiny_config();
   config.erase("n_routed_experts");
