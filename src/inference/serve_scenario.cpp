@@ -136,6 +136,10 @@ SloSpec read_slo(ObjectReader& r) {
 void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::string& where) {
   const auto& m = s.model;
   const std::string tp_text = "tensor_parallel_size = " + std::to_string(pool.tp);
+  if (m.hybrid.enabled()) {  // hybrid_pattern.hpp
+    throw InputError(where + ": model " + m.name + " is a hybrid Mamba/attention model (" + m.hybrid.pattern.substr(0, 24) +
+                     "...): serving it (Mamba state cache, SSD prefill and decode kernels) is not modelled; fmsim run models its training");
+  }
   if (m.heads % pool.tp != 0) {
     throw InputError(where + ": " + tp_text + " does not divide the " + std::to_string(m.heads) + " attention heads of " + m.name);
   }

@@ -34,6 +34,8 @@ Shapes shapes_of(const TraceWriter& w) {
   return s;
 }
 
+}  // namespace
+
 /// Forward attention FLOPs of one rank for one micro-batch (causal; CP splits the work evenly).
 double attention_forward_flops(const TraceWriter& w, int layer) {
   const auto& m = w.s.model;
@@ -54,12 +56,6 @@ double attention_kernel_span(const TraceWriter& w, int layer) {
 /// optionally overlapped with the GEMM (tp_comm_overlap: TE userbuffers). Returns the node ending both.
 /// `bulk`: TE's bulk overlap (the backward's second input all-gather and the dgrad reduce-scatter run
 /// whole beside a GEMM, MEGATRON-NOTES.md section 4).
-struct TpGemm {
-  std::string name;
-  double m, n, k;
-  bool bulk = false;
-};
-
 int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, int layer, const TpGemm& g, Op op, bool comm_first,
                  int after) {
   const auto& p = w.s.parallelism;
@@ -131,6 +127,8 @@ int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int laye
   return w.collective(rank, c.cp, "cp", Category::cp_comm, Op::alltoall, backward ? qkv_bytes : out_bytes, "cp.a2a_out", {attn});
 }
 
+namespace {
+
 /// MLA's KV up-projection GEMM: the KV latent to every local head's no-RoPE key and value.
 int mla_kv_up(TraceWriter& w, int rank, int layer, const std::string& name, int after) {
   const auto& m = w.s.model;
@@ -143,6 +141,8 @@ int mla_kv_up(TraceWriter& w, int rank, int layer, const std::string& name, int 
 int mla_q_up(TraceWriter& w, int rank, int layer, const std::string& name, int after) {
   return w.gemm(rank, name, w.tokens, shapes_of(w).q, w.s.model.mla_shape.q_lora_rank, w.fp8(layer), {after});
 }
+
+}  // namespace
 
 /// QKV (or MLA's down and up projections) forward GEMMs after the input all-gather.
 int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
@@ -160,6 +160,8 @@ int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int
   return w.gemm(rank, "mla.q", t, s.q, s.h, w.fp8(layer), {node});
 }
 
+namespace {
+
 /// mla_up_proj recompute: MLA's Q and KV up-projections and RoPE run again before the attention backward.
 int mla_up_recompute(TraceWriter& w, int rank, int layer, int after) {
   const Shapes s = shapes_of(w);
@@ -171,6 +173,7 @@ int mla_up_recompute(TraceWriter& w, int rank, int layer, int after) {
 }  // namespace
 
 LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer) {
+  if (w.s.model.hybrid.enabled()) return hybrid_forward_pieces(w, rank, c, layer);  // mamba_ops.cpp
   const bool moe = w.s.model.layer_is_moe(layer);
   const Shapes s = shapes_of(w);
   const double t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes;
@@ -205,6 +208,7 @@ LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& 
 }
 
 LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer) {
+  if (w.s.model.hybrid.enabled()) return hybrid_backward_pieces(w, rank, c, layer);  // mamba_ops.cpp
   const auto& tr = w.s.training;
   const bool moe = w.s.model.layer_is_moe(layer);
   const bool delay_wgrad = moe && tr.delay_wgrad_compute;
@@ -226,7 +230,10 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     // runs its whole forward again before its backward (Megatron checkpoints the MLP module: FC1 with
     // the SP all-gather of its input, the activation, FC2 with its reduce-scatter or all-reduce).
     if (selective && again.layernorm) node = w.memory(rank, "norms.recompute", 2 * 2 * tsp * s.h * ab, after_of(node));
-    if (moe) return moe_unpermute(w, rank, layer, true, node);
+    if (moe) {
+      if (selective && again.moe) node = moe_forward_again(w, rank, c, layer, node);
+      return moe_unpermute(w, rank, layer, true, node);
+    }
     if (selective && again.mlp) {
       node = gemm_with_tp(w, rank, c, layer, {"fc1.recompute", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
       node = w.memory(rank, "act.recompute", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});

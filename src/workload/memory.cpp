@@ -22,6 +22,7 @@ double activation_bytes_per_layer(const Scenario& s, int layer) {
   // FP8 and FP4 keep GEMM inputs quantized for the backward pass (low_precision.cpp).
   const double linear_in = t.layer_in_fp8(layer, m.layers) ? saved_gemm_input_bytes(t) : 2.0;
   if (t.recompute == Recompute::full) return 2.0 * tokens * h * sp_share;  // only the layer input
+  if (m.hybrid.enabled()) return hybrid_activation_bytes(s, layer);  // mamba_ops.cpp
   const double q = m.q_dim() / tp;
   const double kv = (m.mla ? m.heads * (m.mla_shape.qk_nope_head_dim + m.mla_shape.qk_rope_head_dim + m.mla_shape.v_head_dim) / 2.0
                            : m.kv_dim()) / tp;
@@ -52,7 +53,9 @@ double activation_bytes_per_layer(const Scenario& s, int layer) {
   // MLP block: LN input, LN output (FC1 input), mask; FC1 output (both halves when gated), FC2 input.
   const bool mlp_again = selective && again.mlp && !m.layer_is_moe(layer);
   bytes += tokens * h * sp_share * (2 + (mlp_again ? 0.0 : norm_out * kept("linear_fc1")) + 1);
-  if (m.layer_is_moe(layer)) {
+  if (m.layer_is_moe(layer) && selective && again.moe) {
+    // recompute "moe": only the MoE block's input (the norm output above) is kept.
+  } else if (m.layer_is_moe(layer)) {
     const double rows = tokens * sp_share * m.moe.experts_per_token * p.etp;  // routed rows this GPU computes
     const double ffn = m.moe.expert_ffn / static_cast<double>(p.etp);
     const double act_out = selective && again.moe_act ? 0.0 : linear_in;

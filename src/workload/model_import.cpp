@@ -182,6 +182,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& file) {
     }
   }
   if (m.layers <= 0 || m.hidden <= 0) hf.fail("num_hidden_layers", std::to_string(m.layers), "expected a positive integer");
+  read_hybrid_config(config, file, m);  // hybrid_pattern.hpp: Mamba/attention patterns (Nemotron-H)
   return m;
 }
 
@@ -225,6 +226,7 @@ ModelSpec load_model(const std::string& name_or_path, const std::filesystem::pat
 }
 
 bool ModelSpec::layer_is_moe(int layer) const {
+  if (hybrid.enabled()) return hybrid.kind(layer) == HybridLayer::moe;
   if (!is_moe() || layer < moe.first_dense_layers) return false;
   return (layer - moe.first_dense_layers) % moe.layer_frequency == 0;
 }

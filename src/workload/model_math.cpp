@@ -49,6 +49,10 @@ ParameterCounts count_parameters(const ModelSpec& m) {
     c.expert_per_moe_layer = m.moe.experts * mlp_matrices(m) * h * m.moe.expert_ffn;
     c.moe_mlp_per_layer = c.expert_per_moe_layer + mlp_matrices(m) * h * m.moe.shared_ffn + h * m.moe.experts;
   }
+  if (m.hybrid.enabled()) {  // hybrid_model.cpp: per-letter layers
+    count_hybrid_parameters(m, c);
+    return c;
+  }
   c.norms = norm_parameters_per_layer(m) * m.layers + h;
   const int moe_layers = m.moe_layers();
   const int dense_layers = m.layers - moe_layers;
@@ -76,6 +80,7 @@ double attended_span(int seq, int window) {
 }
 
 double layer_parameters(const ModelSpec& m, const ParameterCounts& c, int layer) {
+  if (m.hybrid.enabled()) return hybrid_layer_parameters(m, c, layer);
   return c.attention_per_layer + norm_parameters_per_layer(m) +
          (m.layer_is_moe(layer) ? c.moe_mlp_per_layer : c.dense_mlp_per_layer);
 }
@@ -86,6 +91,7 @@ int padded_vocab(int vocab, int tensor_parallel) {
 }
 
 FlopsPerToken training_flops_per_token(const ModelSpec& m, int seq, int vocab_padded) {
+  if (m.hybrid.enabled()) return hybrid_training_flops_per_token(m, seq, vocab_padded);
   FlopsPerToken f;
   const double h = m.hidden;
   double projections = 0, core_per_full_layer = 0;

@@ -19,6 +19,10 @@ double binomial(int n, int r) {
   return c;
 }
 
+/// Width of the rows the routed experts take and return: the hidden size, or LatentMoE's latent width
+/// (Nemotron 3 Super/Ultra: the dispatch and the experts work in moe_latent_size; hybrid_pattern.hpp).
+double expert_width(const ModelSpec& m) { return m.hybrid.moe_latent > 0 ? m.hybrid.moe_latent : m.hidden; }
+
 struct MoeShape {
   double tokens_in;        ///< tokens this rank routes (its sequence-parallel share)
   double routed_bytes;     ///< the permuted rows it sends: tokens x top-k x hidden x element bytes
@@ -33,7 +37,7 @@ MoeShape moe_shape(const TraceWriter& w) {
   const auto& p = w.s.parallelism;
   MoeShape s{};
   s.tokens_in = w.tokens_sp;
-  s.routed_bytes = s.tokens_in * m.moe.experts_per_token * m.hidden * w.act_bytes;
+  s.routed_bytes = s.tokens_in * m.moe.experts_per_token * expert_width(m) * w.act_bytes;
   s.local_experts = m.moe.experts / p.ep;
   s.rows_per_expert = s.tokens_in * m.moe.experts_per_token * p.etp / s.local_experts;
   s.gated = m.gated_mlp ? 2 : 1;
@@ -44,7 +48,7 @@ MoeShape moe_shape(const TraceWriter& w) {
 
 /// The weight-gradient GEMM of FC2 (h x fc2_k) or FC1 (fc1_n x h) of every local expert, over its rows.
 int expert_wgrad(TraceWriter& w, int rank, int layer, const MoeShape& s, bool fc1, int after) {
-  const double h = w.s.model.hidden;
+  const double h = expert_width(w.s.model);
   const bool fp8 = w.fp8(layer);
   if (fc1) return w.gemm(rank, "moe.fc1.wgrad", s.fc1_n, h, s.rows_per_expert, fp8, after_of(after), s.local_experts);
   return w.gemm(rank, "moe.fc2.wgrad", h, s.fc2_k, s.rows_per_expert, fp8, after_of(after), s.local_experts);
@@ -149,7 +153,7 @@ int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_w
   const auto& tr = w.s.training;
   const MoeShape s = moe_shape(w);
   const bool fp8 = w.fp8(layer);
-  const double rows = s.rows_per_expert, h = m.hidden;
+  const double rows = s.rows_per_expert, h = expert_width(m);
   const int e = s.local_experts;
   const double act_bytes = (s.gated + 1) * rows * e * s.fc2_k * w.act_bytes;
   int node = reorder_by_expert(w, rank, s, true, backward, after);
@@ -207,6 +211,14 @@ int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool 
   }
   return w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s),
                       backward ? "moe.dispatch.bwd" : "moe.combine", after_of(node));
+}
+
+int moe_forward_again(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
+  int node = moe_route(w, rank, layer, false, after);
+  node = moe_a2a_to_experts(w, rank, c, false, node);
+  node = moe_experts(w, rank, layer, false, false, node);
+  node = moe_a2a_from_experts(w, rank, c, false, node);
+  return moe_unpermute(w, rank, layer, false, node);
 }
 
 int moe_unpermute(TraceWriter& w, int rank, int layer, bool backward, int after) {

@@ -135,9 +135,9 @@ TrainingOptions read_training(ObjectReader& r) {
   if (r.has("recompute_modules")) {
     if (t.recompute != Recompute::selective) r.fail("recompute_modules", "only with recompute_granularity = \"selective\"");
     const auto& list = r.required_value("recompute_modules");
-    const std::string modelled = "a list of core_attn, layernorm, moe_act, mlp, mla_up_proj";
+    const std::string modelled = "a list of core_attn, layernorm, moe_act, mlp, mla_up_proj, moe";
     if (!list.is_array() || list.empty()) r.fail("recompute_modules", modelled);
-    t.recompute_modules = RecomputeModules{false, false, false, false, false};
+    t.recompute_modules = RecomputeModules{false, false, false, false, false, false};
     for (const auto& item : list) {
       const std::string name = item.is_string() ? item.get<std::string>() : "";
       if (name == "core_attn") t.recompute_modules.core_attn = true;
@@ -145,6 +145,7 @@ TrainingOptions read_training(ObjectReader& r) {
       else if (name == "moe_act") t.recompute_modules.moe_act = true;
       else if (name == "mlp") t.recompute_modules.mlp = true;
       else if (name == "mla_up_proj") t.recompute_modules.mla_up_proj = true;
+      else if (name == "moe") t.recompute_modules.moe = true;
       else r.fail("recompute_modules", modelled + " (" + config::render_value(item) + " is not modelled)");
     }
   }
@@ -202,6 +203,7 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
     fail(tp_key, p.tp, "does not divide the model's " + std::to_string(m.kv_heads) + " key/value heads (num_query_groups)");
   }
   if (m.ffn % p.tp != 0) fail(tp_key, p.tp, "does not divide the MLP intermediate size " + std::to_string(m.ffn));
+  if (m.hybrid.enabled()) validate_hybrid_parallelism(p, m, where);
   if (p.layout.empty() && std::int64_t{p.pp} * p.vp > m.layers) {  // a layout may hold stages without layers
     fail("/parallelism/pipeline_model_parallel_size", p.pp,
          "x virtual stages " + std::to_string(p.vp) + " exceeds the model's " + std::to_string(m.layers) + " layers");
@@ -316,6 +318,7 @@ std::string describe_recompute(const TrainingOptions& t) {
   add(t.recompute_modules.layernorm, "layernorm");
   add(t.recompute_modules.moe_act, "moe_act");
   add(t.recompute_modules.mlp, "mlp");
+  add(t.recompute_modules.moe, "moe");
   return "selective (" + list + ")";
 }
 

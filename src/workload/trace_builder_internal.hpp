@@ -98,6 +98,9 @@ int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool 
 /// Unpermutation (weighted sum of the expert outputs), forward or backward (with
 /// moe_shared_expert_overlap, then the shared FC2's backward beside the combine's gradient).
 int moe_unpermute(TraceWriter& w, int rank, int layer, bool backward, int after);
+/// recompute_modules "moe": the whole MoE block's forward again (router, permutation, dispatch, experts,
+/// combine, unpermutation) before its backward, Megatron's checkpoint of the MoE layer.
+int moe_forward_again(TraceWriter& w, int rank, const Communicators& c, int layer, int after);
 /// One shared-expert GEMM pass: FC1 or FC2, forward or backward (data and weight gradients).
 int moe_shared_expert(TraceWriter& w, int rank, int layer, bool fc1, bool backward, int after);
 
@@ -117,5 +120,26 @@ int lora_backward(TraceWriter& w, int rank, const Communicators& c, const std::s
 /// layer of the last decoder layer's kind, final norm, shared output head and loss), forward or backward.
 int mtp_forward(TraceWriter& w, int rank, const Communicators& c, int depths, int after);
 int mtp_backward(TraceWriter& w, int rank, const Communicators& c, int depths, int after);
+
+// Steps of the transformer layer (layer_ops.cpp) that hybrid layers reuse (mamba_ops.cpp).
+/// A GEMM with its tensor-parallel collective before (all-gather) or after (reduce-scatter / all-reduce).
+/// `bulk`: TE's bulk overlap (the collective runs whole beside the GEMM).
+struct TpGemm {
+  std::string name;
+  double m, n, k;
+  bool bulk = false;
+};
+int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, int layer, const TpGemm& g, collectives::Op op,
+                 bool comm_first, int after);
+/// Fused attention forward or backward with its context-parallel exchange; returns the node ending both.
+int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int layer, bool backward, int after);
+/// QKV projection (or MLA's projections) after the input all-gather.
+int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after);
+double attention_forward_flops(const TraceWriter& w, int layer);
+double attention_kernel_span(const TraceWriter& w, int layer);
+
+/// A hybrid model's layer (M, *, -, E of its pattern) in the same pieces (mamba_ops.cpp).
+LayerPieces hybrid_forward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer);
+LayerPieces hybrid_backward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer);
 
 }  // namespace fmsim::workload::detail

@@ -127,8 +127,8 @@ TEST_CASE("selective recompute modules drop exactly the tensors they recompute",
                                            {"recompute_modules", {"moe_act"}}}) == Approx(rows * 768 * 2));
   // The list needs selective recompute and names Megatron modules fmsim models.
   CHECK_THROWS_WITH(make_scenario(par, {{"recompute_modules", {"layernorm"}}}, gpt), Catch::Matchers::Contains("selective"));
-  CHECK_THROWS_WITH(make_scenario(par, {{"recompute_granularity", "selective"}, {"recompute_modules", {"moe"}}}, gpt),
-                    Catch::Matchers::Contains("\"moe\" is not modelled"));
+  CHECK_THROWS_WITH(make_scenario(par, {{"recompute_granularity", "selective"}, {"recompute_modules", {"shared_experts"}}}, gpt),
+                    Catch::Matchers::Contains("\"shared_experts\" is not modelled"));
 }
 
 TEST_CASE("weights, gradients and optimizer state follow the distributed-optimizer table", "[workload]") {

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fmsim/workload/hybrid_pattern.hpp"
+
 namespace fmsim::workload {
 
 struct MlaShape {
@@ -52,6 +54,7 @@ struct ModelSpec {
   bool mla = false;
   MlaShape mla_shape;
   MoeShape moe;
+  HybridSpec hybrid;              ///< Mamba/attention layer pattern (hybrid_pattern.hpp); empty = transformer
 
   bool is_moe() const { return moe.experts > 0; }
   bool layer_is_moe(int layer) const;
@@ -85,6 +88,7 @@ struct ParameterCounts {
   double dense_mlp_per_layer = 0;
   double moe_mlp_per_layer = 0;   ///< all experts + shared + router
   double expert_per_moe_layer = 0;  ///< routed experts only (sharded by EP)
+  double mamba_per_layer = 0;     ///< hybrid models: one Mamba-2 mixer layer
   double norms = 0;
   double total = 0;
   double active = 0;           ///< per token: with top-k experts only

@@ -53,6 +53,7 @@ struct RecomputeModules {
   bool moe_act = false;    ///< the experts' activation function: FC2's input is recomputed
   bool mlp = false;        ///< a dense MLP's FC1 and activation: only the MLP input is kept
   bool mla_up_proj = false;  ///< MLA's Q and KV up-projections and RoPE: only their low-rank inputs are kept
+  bool moe = false;        ///< the whole MoE block (router, all-to-alls, experts): only its input is kept
 };
 
 struct TrainingOptions {
