@@ -136,6 +136,8 @@ nlohmann::json pool_json(const ServingPlan& plan, int index) {
           {"enable_expert_parallel", pool.expert_parallel},
           {"data_parallel_attention", pool.dp_attention},
           {"gpus", pool.replicas * pool.gpus_per_replica()},
+          {"engine", to_string(e.kind)},
+          {"kv_cache_free_gpu_memory_fraction", optional_number(e.kv_free_memory_fraction > 0 ? std::optional<double>(e.kv_free_memory_fraction) : std::nullopt)},
           {"max_num_seqs", e.max_num_seqs},
           {"max_num_batched_tokens", e.max_num_batched_tokens},
           {"enable_chunked_prefill", e.chunked_prefill},
