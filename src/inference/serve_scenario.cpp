@@ -221,7 +221,6 @@ ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::
                  : RouterPolicy::least_outstanding;
   PoolSpec defaults;
   defaults.engine.iteration_overhead_s = kDefaultIterationOverhead_s;
-  defaults.engine.response_per_token_s = kStreamResponsePerToken_s;
   // vLLM V1: decode batches padded up to 1, 2, 4, 8, 16, ... 512 (multiples of 8), replayed as graphs.
   defaults.engine.cuda_graph_padding = true;
   for (int size : {1, 2, 4}) defaults.engine.cuda_graph_batch_sizes.push_back(size);
@@ -238,6 +237,7 @@ ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::
     e.kv_free_memory_fraction = kTrtllmFreeGpuMemoryFraction;
     e.guaranteed_no_evict = true;
     e.host_per_sequence_s = kTrtllmHostPerSequence_s;
+    e.response_per_token_s = kTrtllmStreamResponsePerToken_s;
     e.overlap_scheduler = true;  // PyTorch backend default (docs: features/overlap-scheduler)
     e.cuda_graph_padding = false;
     e.cuda_graph_batch_sizes.clear();

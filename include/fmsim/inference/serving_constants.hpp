@@ -41,11 +41,12 @@ inline constexpr double kTrtllmFreeGpuMemoryFraction = 0.9;
 /// those cases is below the ceiling, as it must be. docs/model.md, "Engine behaviour".
 inline constexpr double kTrtllmHostPerSequence_s = 35e-6;
 
-/// Host time per token returned to a client while streaming (a response object per request per
-/// iteration, handed from the executor to the serving front end). Estimate: 15 us per token, not
-/// measured in the calibration set; off-line benchmarks (trtllm-bench, MLPerf Offline) return each
-/// request once, at its end.
-inline constexpr double kStreamResponsePerToken_s = 15e-6;
+/// Host time per token returned to a client while streaming, in TensorRT-LLM's executor loop (a
+/// response object per request per iteration, handed to the serving front end). Estimate: 15 us per
+/// token, not isolated by any calibration row; off-line benchmarks (trtllm-bench, MLPerf Offline) return
+/// each request once, at its end. vLLM V1 detokenizes and streams in its front-end process, overlapped
+/// with the engine core (vLLM V1 announcement, 2025-01), so its default is 0.
+inline constexpr double kTrtllmStreamResponsePerToken_s = 15e-6;
 
 /// Largest decode batch vLLM V1 captures as a CUDA graph by default (cuda_graph_sizes [512]: sizes 1,
 /// 2, 4 and multiples of 8 up to it), padding every smaller batch up to a captured size (vllm/config.py,
