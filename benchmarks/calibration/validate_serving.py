@@ -172,9 +172,24 @@ def azure_rows(case, temp_dir):
             yield f"{model} TP{tp} {isl}/{osl}", measured, scenario, hf
 
 
+def capped_lognormal_mean(target, sigma, cap):
+    """The lognormal mean whose draws, capped at `cap` (as fmsim caps them), average `target`:
+    E[min(X, c)] = m Phi((ln c - mu - s^2) / s) + c (1 - Phi((ln c - mu) / s)), mu = ln m - s^2 / 2."""
+    phi = lambda x: 0.5 * (1 + math.erf(x / math.sqrt(2)))
+    def capped(m):
+        mu = math.log(m) - sigma * sigma / 2
+        return m * phi((math.log(cap) - mu - sigma * sigma) / sigma) + cap * (1 - phi((math.log(cap) - mu) / sigma))
+    lo, hi = target, 4 * target
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if capped(mid) < target else (lo, mid)
+    return round(lo)
+
+
 def openorca_lengths(output_mean):
-    return ({"distribution": "lognormal", "mean": 300, "sigma": 0.8, "max": 1024},
-            {"distribution": "lognormal", "mean": output_mean, "sigma": 0.8, "max": 1024})
+    # Means after the 1,024-token cap: 300 in, the measured output mean out.
+    return ({"distribution": "lognormal", "mean": capped_lognormal_mean(300, 0.8, 1024), "sigma": 0.8, "max": 1024},
+            {"distribution": "lognormal", "mean": capped_lognormal_mean(output_mean, 0.8, 1024), "sigma": 0.8, "max": 1024})
 
 MLPERF_OUTPUT_MEAN = round(24524.9 / 84.4792)  # inf-mlperf41-llama2-70b-h100x8-offline-99.9: tokens/s over samples/s
 
