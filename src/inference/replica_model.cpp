@@ -105,8 +105,11 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
     throw InputError(where + ": " + m.name + " does not fit: per GPU (TP " + std::to_string(pool.tp) + ", PP " +
                      std::to_string(pool.pp) + ") weights " + gib(memory_.weight_bytes_per_gpu) + " + activations " +
                      gib(memory_.activation_bytes_per_gpu) + " + runtime " + gib(memory_.reserve_bytes_per_gpu) +
-                     " exceed " + gib(usable) + " (" + scenario.cluster.gpu.name + " HBM x gpu_memory_utilization " +
-                     number_text(pool.engine.gpu_memory_utilization) +
+                     " exceed " + gib(usable) + " (" + scenario.cluster.gpu.name +
+                     (pool.engine.kv_free_memory_fraction > 0
+                          ? " HBM, of which kv_cache_free_gpu_memory_fraction " + number_text(pool.engine.kv_free_memory_fraction) +
+                                " of what is left goes to the KV cache"
+                          : " HBM x gpu_memory_utilization " + number_text(pool.engine.gpu_memory_utilization)) +
                      "), leaving no KV cache; raise TP or PP, lower precision or max_num_batched_tokens");
   }
   // The largest iteration: the token budget, or a decode batch padded up to the largest CUDA graph.
