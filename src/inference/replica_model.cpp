@@ -112,9 +112,10 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
                           : " HBM x gpu_memory_utilization " + number_text(pool.engine.gpu_memory_utilization)) +
                      "), leaving no KV cache; raise TP or PP, lower precision or max_num_batched_tokens");
   }
-  // The largest iteration: the token budget, or a decode batch padded up to the largest CUDA graph.
-  const int largest_graph = pool.engine.cuda_graph_batch_sizes.empty() ? 0 : pool.engine.cuda_graph_batch_sizes.back();
-  const std::size_t table = static_cast<std::size_t>(std::max(pool.engine.max_num_batched_tokens, largest_graph)) + 1;
+  // The largest iteration: the token budget, or the largest decode batch (max_num_seqs) padded up to
+  // its CUDA graph.
+  const int largest_padded = cuda_graph_batch(pool.engine, pool.engine.max_num_seqs);
+  const std::size_t table = static_cast<std::size_t>(std::max(pool.engine.max_num_batched_tokens, largest_padded)) + 1;
   by_tokens_.resize(table);
   known_.assign(table, 0);
 }
