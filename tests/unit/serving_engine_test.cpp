@@ -3,6 +3,8 @@
 // the overlap scheduler, the engine defaults and the KV share of free memory.
 #include <catch2/catch.hpp>
 
+#include "fmsim/collectives/cost.hpp"
+#include "fmsim/collectives/layout.hpp"
 #include "fmsim/common/error.hpp"
 #include "fmsim/inference/serving_constants.hpp"
 #include "fmsim/inference/serving_plan.hpp"
@@ -138,4 +140,21 @@ TEST_CASE("engine options refuse bad values with the key named") {
   CHECK_THAT(message(R"({"kv_cache_free_gpu_memory_fraction": 1.5})"), Catch::Contains("kv_cache_free_gpu_memory_fraction"));
   CHECK_THAT(message(R"({"engine": "sglang"})"), Catch::Contains("engine"));
   CHECK_THAT(message(R"({"host_time_per_sequence": "-1us"})"), Catch::Contains("host_time_per_sequence"));
+}
+
+TEST_CASE("the expert all-to-all carries each rank's share of the batch and not the whole batch") {
+  // Qwen3-30B-A3B (48 MoE layers, top-8, hidden 2048) on 8 H100 with EP 8 and DP attention: no TP
+  // all-reduce; per MoE layer a dispatch and a combine, each rank sending its T / 8 tokens' 8 copies.
+  const std::string json = R"({"cluster": {"base": ")" + (test::source_dir() / "topologies" / "p5-2node.json").string() +
+                           R"(", "nodes": 1}, "model": "qwen3-30b-a3b", "serving": {"precision": "fp8", "tensor_parallel_size": 8,
+                           "enable_expert_parallel": true, "data_parallel_attention": true, "cuda_graph_batch_sizes": []},
+                           "workload": {"arrival": "offline", "requests": 1, "input_tokens": 8, "output_tokens": 8}})";
+  const auto s = load_serve_scenario(test::write_temp(json, "moe.json"), {}, test::catalog());
+  const ServingPlan plan(s);
+  const auto layout = collectives::make_layout(plan.cluster(), plan.replicas()[0].gpus);
+  for (int tokens : {64, 1000, 4096}) {
+    const double share = std::ceil(tokens / 8.0) * 8 * 2048 * 2.0;
+    const double expected = 48 * 2 * collectives::collective_cost(layout, collectives::Op::alltoall, share).time_s;
+    CHECK(plan.model(0).breakdown(decode(tokens)).communication_s == Approx(expected));
+  }
 }
