@@ -3,6 +3,7 @@
 #include "fmsim/inference/serve_scenario.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -221,6 +222,15 @@ ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::
                  : RouterPolicy::least_outstanding;
   PoolSpec defaults;
   defaults.engine.iteration_overhead_s = kDefaultIterationOverhead_s;
+  // vLLM's batching limits depend on the GPU (vllm/engine/arg_utils.py, get_batch_defaults, API server):
+  // 1,024 sequences and 8,192 tokens on GPUs of at least 70 GiB other than the A100, else 256 and 2,048.
+  {
+    std::string gpu_name = s.cluster.gpu.name;
+    std::transform(gpu_name.begin(), gpu_name.end(), gpu_name.begin(), [](unsigned char c) { return std::tolower(c); });
+    const bool large = s.cluster.gpu.hbm_bytes >= kVllmLargeGpu_bytes && gpu_name.find("a100") == std::string::npos;
+    defaults.engine.max_num_seqs = large ? kVllmMaxNumSeqsLargeGpu : kVllmMaxNumSeqs;
+    defaults.engine.max_num_batched_tokens = large ? kVllmMaxNumBatchedTokensLargeGpu : kVllmMaxNumBatchedTokens;
+  }
   // vLLM V1: decode batches padded up to 1, 2, 4, 8, 16, ... 512 (multiples of 8), replayed as graphs.
   defaults.engine.cuda_graph_padding = true;
   for (int size : {1, 2, 4}) defaults.engine.cuda_graph_batch_sizes.push_back(size);

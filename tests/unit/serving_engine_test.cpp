@@ -158,3 +158,16 @@ TEST_CASE("the expert all-to-all carries each rank's share of the batch and not 
     CHECK(plan.model(0).breakdown(decode(tokens)).communication_s == Approx(expected));
   }
 }
+
+TEST_CASE("vLLM's batching limits follow its defaults for the GPU: large ones get 1024 sequences and 8192 tokens") {
+  auto limits = [](const std::string& topology) {
+    const std::string json = R"({"cluster": {"base": ")" + (test::source_dir() / "topologies" / topology).string() +
+                             R"(", "nodes": 1}, "model": "llama3.1-8b", "serving": {},
+                             "workload": {"arrival": "offline", "requests": 1, "input_tokens": 8, "output_tokens": 8}})";
+    const auto s = load_serve_scenario(test::write_temp(json, "limits.json"), {}, test::catalog());
+    return std::make_pair(s.pools[0].engine.max_num_seqs, s.pools[0].engine.max_num_batched_tokens);
+  };
+  CHECK(limits("p5-2node.json") == std::make_pair(1024, 8192));    // H100 80 GB
+  CHECK(limits("p5en-128node.json") == std::make_pair(1024, 8192)); // H200
+  CHECK(limits("p4de-2node.json") == std::make_pair(256, 2048));   // A100 80 GB: excluded by name
+}

@@ -22,6 +22,15 @@ inline constexpr double kActivationBytes = 2.0;
 /// Bytes per element of the logits the sampler reads (FP32, vLLM's sampler).
 inline constexpr double kLogitBytes = 4.0;
 
+/// vLLM V1's batching limits for its OpenAI API server (vllm/engine/arg_utils.py, get_batch_defaults):
+/// max_num_seqs 1,024 and max_num_batched_tokens 8,192 on GPUs with at least 70 GiB that are not A100s
+/// (H100, H200, B200, MI300X: "use larger default values"), 256 and 2,048 elsewhere.
+inline constexpr double kVllmLargeGpu_bytes = 70.0 * 1024 * 1024 * 1024;
+inline constexpr int kVllmMaxNumSeqsLargeGpu = 1024;
+inline constexpr int kVllmMaxNumBatchedTokensLargeGpu = 8192;
+inline constexpr int kVllmMaxNumSeqs = 256;
+inline constexpr int kVllmMaxNumBatchedTokens = 2048;
+
 /// TensorRT-LLM defaults (engine "tensorrt_llm"): max_batch_size 2048 and max_num_tokens 8192
 /// (tensorrt_llm/builder.py BuildConfig; llmapi/llm_args.py), tokens_per_block 32 (KV cache page size,
 /// llm_args.py), free_gpu_memory_fraction 0.9 (KvCacheConfig: the share of the memory left after the
