@@ -64,11 +64,15 @@ SCOUT = {"_name_or_path": "meta-llama/Llama-4-Scout-17B-16E-Instruct", "model_ty
          "vocab_size": 202048, "hidden_act": "silu", "tie_word_embeddings": False}
 
 
+class NotExpressible(Exception):
+    """A case this script cannot turn into a scenario (unknown GPU or model): listed, not skipped."""
+
+
 def gpu_of(text):
     for name in GPUS:  # GB200 before B200
         if name in text:
             return name
-    raise SystemExit(f"validate_serving: no known GPU in {text!r}")
+    raise NotExpressible(f"no GPU fmsim's catalog maps to {text!r}")
 
 
 def model_config(name, temp_dir):
@@ -77,6 +81,8 @@ def model_config(name, temp_dir):
         with open(path, "w") as f:
             json.dump(SCOUT, f)
         return path, SCOUT
+    if name not in PRESETS:
+        raise NotExpressible(f"no fmsim model preset for {name!r} (add one to PRESETS)")
     preset = PRESETS[name]
     with open(os.path.join(MODELS, preset + ".json")) as f:
         return preset, json.load(f)
@@ -252,6 +258,19 @@ OFFLINE_BUILDERS = {"inf-mlperf41-llama2-70b-h100x8-offline-99.9": mlperf_offlin
                     "inf-azure-nd-gb200-v6-trtllm": azure_rows}
 
 
+def case_rows(case, temp_dir):
+    """("server", gpu, rate, scenario) for a server case, else the offline rows; [None] without a builder."""
+    cid = case["id"]
+    if "server" in case["setup"].get("scenario", "").lower() and "ttft_ms" in case["measured"]:
+        yield ("server",) + mlperf_server_scenario(case)
+    elif cid.startswith("inf-trtllm-"):
+        yield from trtllm_rows(case, temp_dir)
+    elif cid in OFFLINE_BUILDERS:
+        yield from OFFLINE_BUILDERS[cid](case, temp_dir)
+    else:
+        yield None
+
+
 def run_fmsim(fmsim, scenario):
     scenario = {k: v for k, v in scenario.items() if k != "gpu"}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -293,8 +312,16 @@ def main():
             if cid in NOT_EXPRESSIBLE:
                 not_run.append({"case": cid, "reason": NOT_EXPRESSIBLE[cid]})
                 continue
-            if "server" in case["setup"].get("scenario", "").lower() and "ttft_ms" in case["measured"]:
-                gpu, rate, scenario = mlperf_server_scenario(case)
+            try:
+                rows = list(case_rows(case, temp_dir))
+            except NotExpressible as reason:
+                not_run.append({"case": cid, "reason": str(reason)})
+                continue
+            if rows == [None]:
+                not_run.append({"case": cid, "reason": "no scenario builder for this case (add one to validate_serving.py)"})
+                continue
+            if rows and rows[0][0] == "server":
+                _, gpu, rate, scenario = rows[0]
                 doc, error = run_fmsim(args.fmsim, scenario)
                 if doc is None:
                     not_run.append({"case": cid, "reason": f"fmsim refused it: {error}"})
@@ -307,25 +334,20 @@ def main():
                         server_rows.append({"case": cid, "gpu": gpu, "metric": f"{metric} {p}", "rate_per_s": rate,
                                             "measured_s": measured_s, "fmsim_s": predicted_s,
                                             "error": predicted_s / measured_s - 1})
-                # Requests in flight per replica: Little's law on the measured completions and mean latency.
-                replicas = scenario["serving"]["replicas"]
-                in_flight = m["completed_samples_per_s"] * m["latency_s"]["mean"] / replicas
+                # Requests in flight per replica: Little's law on the measured completions and mean latency;
                 # fmsim's the same way (rate x mean latency), which leaves out its warm-up and drain.
-                fmsim_in_flight = rate * doc["e2e_latency_s"]["mean"] / replicas
-                server_rows.append({"case": cid, "gpu": gpu, "metric": "in flight per replica", "rate_per_s": rate,
-                                    "measured_s": in_flight, "fmsim_s": fmsim_in_flight, "error": fmsim_in_flight / in_flight - 1})
-                server_rows.append({"case": cid, "gpu": gpu, "metric": "output tokens/s (fmsim: drain included)", "rate_per_s": rate,
-                                    "measured_s": m["completed_tokens_per_s"], "fmsim_s": doc["output_tokens_per_s"],
-                                    "error": doc["output_tokens_per_s"] / m["completed_tokens_per_s"] - 1})
+                replicas = scenario["serving"]["replicas"]
+                if "completed_samples_per_s" in m and "mean" in m.get("latency_s", {}):
+                    in_flight = m["completed_samples_per_s"] * m["latency_s"]["mean"] / replicas
+                    fmsim_in_flight = rate * doc["e2e_latency_s"]["mean"] / replicas
+                    server_rows.append({"case": cid, "gpu": gpu, "metric": "in flight per replica", "rate_per_s": rate,
+                                        "measured_s": in_flight, "fmsim_s": fmsim_in_flight, "error": fmsim_in_flight / in_flight - 1})
+                if "completed_tokens_per_s" in m:
+                    server_rows.append({"case": cid, "gpu": gpu, "metric": "output tokens/s (fmsim: drain included)", "rate_per_s": rate,
+                                        "measured_s": m["completed_tokens_per_s"], "fmsim_s": doc["output_tokens_per_s"],
+                                        "error": doc["output_tokens_per_s"] / m["completed_tokens_per_s"] - 1})
                 continue
-            if cid.startswith("inf-trtllm-"):
-                builder = trtllm_rows
-            elif cid in OFFLINE_BUILDERS:
-                builder = OFFLINE_BUILDERS[cid]
-            else:
-                not_run.append({"case": cid, "reason": "no scenario builder for this case (add one to validate_serving.py)"})
-                continue
-            for label, measured, scenario, hf in builder(case, temp_dir):
+            for label, measured, scenario, hf in rows:
                 gpu = scenario["gpu"]
                 doc, error = run_fmsim(args.fmsim, scenario)
                 row = {"case": cid, "row": label, "model": scenario["model"] if isinstance(scenario["model"], str) else "llama-4-scout",
