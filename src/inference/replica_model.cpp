@@ -90,8 +90,11 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   memory_.activation_bytes_per_gpu = t_max * per_token * kActivationBytes +
                                      pool.engine.max_num_seqs * static_cast<double>(m.vocab) / tp * kLogitBytes;
   memory_.reserve_bytes_per_gpu = kRuntimeReserve_bytes;
-  const double usable = scenario.cluster.gpu.hbm_bytes * pool.engine.gpu_memory_utilization;
+  const double usable = pool.engine.kv_free_memory_fraction > 0 ? scenario.cluster.gpu.hbm_bytes
+                                                                 : scenario.cluster.gpu.hbm_bytes * pool.engine.gpu_memory_utilization;
   memory_.kv_bytes_per_gpu = usable - memory_.weight_bytes_per_gpu - memory_.activation_bytes_per_gpu - memory_.reserve_bytes_per_gpu;
+  // TensorRT-LLM: the KV cache takes a fraction of the memory free after the model is loaded.
+  if (pool.engine.kv_free_memory_fraction > 0) memory_.kv_bytes_per_gpu *= pool.engine.kv_free_memory_fraction;
   memory_.kv_bytes_per_token_per_gpu = per_layer_gpu * stage_layers_;
   const double ranks_holding_distinct_sequences = pool.dp_attention ? tp : 1.0;
   const double tokens = std::floor(std::max(0.0, memory_.kv_bytes_per_gpu) / memory_.kv_bytes_per_token_per_gpu) *
@@ -102,11 +105,17 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
     throw InputError(where + ": " + m.name + " does not fit: per GPU (TP " + std::to_string(pool.tp) + ", PP " +
                      std::to_string(pool.pp) + ") weights " + gib(memory_.weight_bytes_per_gpu) + " + activations " +
                      gib(memory_.activation_bytes_per_gpu) + " + runtime " + gib(memory_.reserve_bytes_per_gpu) +
-                     " exceed " + gib(usable) + " (" + scenario.cluster.gpu.name + " HBM x gpu_memory_utilization " +
-                     number_text(pool.engine.gpu_memory_utilization) +
+                     " exceed " + gib(usable) + " (" + scenario.cluster.gpu.name +
+                     (pool.engine.kv_free_memory_fraction > 0
+                          ? " HBM, of which kv_cache_free_gpu_memory_fraction " + number_text(pool.engine.kv_free_memory_fraction) +
+                                " of what is left goes to the KV cache"
+                          : " HBM x gpu_memory_utilization " + number_text(pool.engine.gpu_memory_utilization)) +
                      "), leaving no KV cache; raise TP or PP, lower precision or max_num_batched_tokens");
   }
-  const std::size_t table = static_cast<std::size_t>(pool.engine.max_num_batched_tokens) + 1;
+  // The largest iteration: the token budget, or the largest decode batch (max_num_seqs) padded up to
+  // its CUDA graph.
+  const int largest_padded = cuda_graph_batch(pool.engine, pool.engine.max_num_seqs);
+  const std::size_t table = static_cast<std::size_t>(std::max(pool.engine.max_num_batched_tokens, largest_padded)) + 1;
   by_tokens_.resize(table);
   known_.assign(table, 0);
 }
@@ -164,11 +173,21 @@ double ReplicaModel::stage_linear(int tokens, IterationBreakdown& out) const {
   const double mlp_width = m.is_moe() ? m.moe.expert_ffn * m.moe.experts_per_token / tp : m.ffn / tp;
   out.memory_ops_s += stage_layers_ * (2 * compute_.memory_s(3.0 * t * m.hidden * kActivationBytes) +
                                        compute_.memory_s(1.5 * gate * t * mlp_width * kActivationBytes));
+  // MoE: the tokens' hidden states are permuted into expert order before the grouped GEMMs and
+  // un-permuted and weighted back after (each pass reads and writes t x k rows; TensorRT-LLM's
+  // moePermute / finalizeMoeRouting, vLLM's moe_align + moe_sum kernels), HBM-bound.
+  if (m.is_moe()) {
+    const double routed_rows = (pool_.dp_attention ? std::ceil(t / tp) : t) * m.moe.experts_per_token;
+    out.memory_ops_s += moe_stage_layers_ * 2 * compute_.memory_s(2.0 * routed_rows * m.hidden * kActivationBytes);
+  }
   // TP: an all-reduce after attention (unless DP attention) and after the MLP; EP: dispatch and combine.
   const double hidden_bytes = t * m.hidden * kActivationBytes;
   const double attention_comm = pool_.dp_attention ? 0.0 : allreduce_s(hidden_bytes);
   const double dense_comm = allreduce_s(hidden_bytes);
-  const double moe_comm = pool_.expert_parallel ? 2.0 * alltoall_s(hidden_bytes * m.moe.experts_per_token) : dense_comm;
+  // EP dispatch and combine: each rank sends its own share of the batch (t / TP tokens, k copies each),
+  // not the replica's whole batch (the all-to-all's size is the bytes one rank sends).
+  const double rank_share_bytes = std::ceil(t / tp) * m.hidden * kActivationBytes;
+  const double moe_comm = pool_.expert_parallel ? 2.0 * alltoall_s(rank_share_bytes * m.moe.experts_per_token) : dense_comm;
   out.communication_s += stage_layers_ * attention_comm + dense_layers * dense_comm + moe_layers * moe_comm;
   return out.total_s();
 }
@@ -184,14 +203,27 @@ const IterationBreakdown& ReplicaModel::per_token_count(int tokens) const {
   return by_tokens_[index];
 }
 
+int cuda_graph_batch(const EngineOptions& engine, int decode_tokens) {
+  if (!engine.cuda_graph_padding || engine.cuda_graph_batch_sizes.empty()) return decode_tokens;
+  const auto& sizes = engine.cuda_graph_batch_sizes;
+  const auto found = std::lower_bound(sizes.begin(), sizes.end(), decode_tokens);
+  return found == sizes.end() ? decode_tokens : *found;
+}
+
 IterationBreakdown ReplicaModel::breakdown(const BatchShape& batch) const {
   const auto& m = scenario_.model;
+  const auto& engine = pool_.engine;
   const int tokens = batch.tokens();
   if (tokens <= 0) return {};
-  if (tokens >= static_cast<int>(by_tokens_.size())) {
+  // A decode-only iteration replays a CUDA graph captured for a batch at least as large: the GEMMs,
+  // norms and collectives run on the padded rows (the engines pad with dummy sequences), attention on
+  // the real ones. Iterations with prefill chunks run eagerly, unpadded.
+  const int padded = batch.prefill_tokens == 0 ? cuda_graph_batch(engine, tokens) : tokens;
+  if (padded >= static_cast<int>(by_tokens_.size())) {
     throw InternalError("inference: an iteration of " + std::to_string(tokens) + " tokens exceeds max_num_batched_tokens");
   }
-  IterationBreakdown parts = per_token_count(tokens);
+  IterationBreakdown parts = per_token_count(padded);
+  parts.padded_tokens = padded;
   // Attention: prefill chunks at flash-attention efficiency, decode as a read of each sequence's KV.
   const double ranks = pool_.dp_attention ? pool_.tp : 1.0;
   const double prefill_flops = 2.0 * batch.prefill_attention_pairs * attention_width_per_gpu_ / ranks;
@@ -210,13 +242,24 @@ IterationBreakdown ReplicaModel::breakdown(const BatchShape& batch) const {
   if (pool_.pp > 1) {
     parts.communication_s += (stages - 1) * (stage_hop_latency_s_ + tokens * m.hidden * kActivationBytes / stage_hop_Bps_);
   }
-  // LM head on the sampled rows (vocabulary-parallel), BF16.
-  if (batch.sampled_rows > 0) {
-    parts.gemm_s += compute_.gemm_s({static_cast<double>(batch.sampled_rows), m.vocab / static_cast<double>(pool_.tp),
-                                     static_cast<double>(m.hidden)},
+  // LM head on the sampled rows (vocabulary-parallel, BF16), then the sampler: the FP32 logits of each
+  // row over the rank's vocabulary slice are written and read back (softmax / argmax / top-k), HBM-bound.
+  const int sampled = batch.sampled_rows + (padded - tokens);
+  if (sampled > 0) {
+    const double vocab_slice = m.vocab / static_cast<double>(pool_.tp);
+    parts.gemm_s += compute_.gemm_s({static_cast<double>(sampled), vocab_slice, static_cast<double>(m.hidden)},
                                     compute::MathPrecision::bf16);
+    parts.sampling_s = compute_.memory_s(2.0 * sampled * vocab_slice * kLogitBytes);
   }
-  parts.overhead_s = pool_.engine.iteration_overhead_s;
+  // Host: a fixed cost per iteration, bookkeeping per scheduled sequence, and a response per token
+  // returned to a client (every sampled token when streaming, else one per finished request).
+  // With DP attention each rank runs its own scheduler over its own sequences (TensorRT-LLM's
+  // attention DP, SGLang's DP attention): the host work splits over the TP ranks.
+  const double host_ranks = pool_.dp_attention ? pool_.tp : 1.0;
+  const double sequences = std::ceil((batch.decode_tokens + batch.prefill_sequences) / host_ranks);
+  const double responses = std::ceil((engine.stream_tokens ? batch.sampled_rows : batch.finishing_rows) / host_ranks);
+  parts.overhead_s = engine.iteration_overhead_s + engine.host_per_sequence_s * sequences + engine.response_per_token_s * responses;
+  parts.host_overlapped = engine.overlap_scheduler;
   return parts;
 }
 

@@ -40,14 +40,20 @@ std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::ve
   auto add = [&](SeqState& s, int seq, int tokens, bool prefill) {
     batch.push_back({seq, tokens, prefill});
     budget -= tokens;
+    const bool samples_last = s.generated + 1 >= s.output;
     if (prefill) {
       shape.prefill_tokens += tokens;
+      ++shape.prefill_sequences;
       shape.prefill_attention_pairs += tokens * (static_cast<double>(s.prefilled) + 0.5 * (tokens + 1));
-      if (s.prefilled + tokens == s.target) shape.sampled_rows += s.samples;
+      if (s.prefilled + tokens == s.target) {
+        shape.sampled_rows += s.samples;
+        if (samples_last) shape.finishing_rows += s.samples;
+      }
     } else {
       shape.decode_tokens += s.samples;
       shape.decode_context_tokens += static_cast<double>(s.samples) * static_cast<double>(s.prefilled + s.gen_kv + 1);
       shape.sampled_rows += s.samples;
+      if (samples_last) shape.finishing_rows += s.samples;
     }
   };
   // 1. Running sequences, oldest admission first.

@@ -3,6 +3,7 @@
 #include "fmsim/inference/serve_scenario.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -43,6 +44,10 @@ PoolSpec read_pool(ObjectReader& r, PoolSpec base) {
   e.block_size = static_cast<int>(r.int_or("block_size", e.block_size, 1, kMaxBlockSize));
   e.gpu_memory_utilization = r.number_or("gpu_memory_utilization", e.gpu_memory_utilization, 0.0);
   if (e.gpu_memory_utilization > 1.0) r.fail("gpu_memory_utilization", "a fraction in (0, 1]");
+  if (r.has("kv_cache_free_gpu_memory_fraction")) {
+    e.kv_free_memory_fraction = r.number_or("kv_cache_free_gpu_memory_fraction", 0.0, -INFINITY);
+    if (e.kv_free_memory_fraction <= 0 || e.kv_free_memory_fraction > 1.0) r.fail("kv_cache_free_gpu_memory_fraction", "a fraction in (0, 1]");
+  }
   e.prefix_caching = r.bool_or("enable_prefix_caching", e.prefix_caching);
   if (r.has("prefix_cache_hit_rate")) {
     e.prefix_cache_hit_rate = r.number_or("prefix_cache_hit_rate", 0.0, -INFINITY);
@@ -52,6 +57,27 @@ PoolSpec read_pool(ObjectReader& r, PoolSpec base) {
     }
   }
   e.iteration_overhead_s = r.quantity_or("iteration_overhead", units::Dimension::time, e.iteration_overhead_s);
+  e.host_per_sequence_s = r.quantity_or("host_time_per_sequence", units::Dimension::time, e.host_per_sequence_s);
+  e.response_per_token_s = r.quantity_or("response_time_per_token", units::Dimension::time, e.response_per_token_s);
+  e.overlap_scheduler = r.bool_or("overlap_scheduler", e.overlap_scheduler);
+  if (r.has("stream_tokens")) {
+    e.stream_tokens = r.bool_or("stream_tokens", e.stream_tokens);
+    e.stream_tokens_given = true;
+  }
+  e.cuda_graph_padding = r.bool_or("cuda_graph_padding", e.cuda_graph_padding);
+  if (r.has("cuda_graph_batch_sizes")) {
+    const json& sizes = r.required_value("cuda_graph_batch_sizes");
+    const std::string expected = "an array of decode batch sizes from 1 to " + std::to_string(kMaxTokens) + " (empty: no CUDA graphs)";
+    if (!sizes.is_array()) r.fail("cuda_graph_batch_sizes", expected);
+    e.cuda_graph_batch_sizes.clear();
+    for (const json& size : sizes) {
+      if (!size.is_number_integer() || size.get<std::int64_t>() < 1 || size.get<std::int64_t>() > kMaxTokens) {
+        r.fail("cuda_graph_batch_sizes", expected + "; found " + size.dump());
+      }
+      e.cuda_graph_batch_sizes.push_back(size.get<int>());
+    }
+    std::sort(e.cuda_graph_batch_sizes.begin(), e.cuda_graph_batch_sizes.end());
+  }
   if (e.max_num_batched_tokens < e.max_num_seqs) {
     r.fail("max_num_batched_tokens", "at least max_num_seqs (" + std::to_string(e.max_num_seqs) +
                                           "), as vLLM requires: every running sequence needs a token per iteration");
@@ -200,6 +226,38 @@ ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::
                  : RouterPolicy::least_outstanding;
   PoolSpec defaults;
   defaults.engine.iteration_overhead_s = kDefaultIterationOverhead_s;
+  // vLLM's batching limits depend on the GPU (vllm/engine/arg_utils.py, get_batch_defaults, API server):
+  // 1,024 sequences and 8,192 tokens on GPUs of at least 70 GiB other than the A100, else 256 and 2,048.
+  {
+    std::string gpu_name = s.cluster.gpu.name;
+    std::transform(gpu_name.begin(), gpu_name.end(), gpu_name.begin(), [](unsigned char c) { return std::tolower(c); });
+    const bool large = s.cluster.gpu.hbm_bytes >= kVllmLargeGpu_bytes && gpu_name.find("a100") == std::string::npos;
+    defaults.engine.max_num_seqs = large ? kVllmMaxNumSeqsLargeGpu : kVllmMaxNumSeqs;
+    defaults.engine.max_num_batched_tokens = large ? kVllmMaxNumBatchedTokensLargeGpu : kVllmMaxNumBatchedTokens;
+  }
+  // vLLM V1: decode batches padded up to 1, 2, 4, 8, 16, ... 512 (multiples of 8), replayed as graphs.
+  defaults.engine.cuda_graph_padding = true;
+  for (int size : {1, 2, 4}) defaults.engine.cuda_graph_batch_sizes.push_back(size);
+  for (int size = 8; size <= kVllmCudaGraphMaxBatch; size += 8) defaults.engine.cuda_graph_batch_sizes.push_back(size);
+  if (serving.choice_or("engine", {"vllm", "tensorrt_llm"}, "vllm") == "tensorrt_llm") {
+    // TensorRT-LLM's defaults (LLM API BuildConfig / KvCacheConfig / SchedulerConfig): max_batch_size
+    // 2048, max_num_tokens 8192, tokens_per_block 32, free_gpu_memory_fraction 0.9, the
+    // GUARANTEED_NO_EVICT capacity scheduler; docs/model.md cites each.
+    EngineOptions& e = defaults.engine;
+    e.kind = EngineKind::tensorrt_llm;
+    e.max_num_seqs = kTrtllmMaxBatchSize;
+    e.max_num_batched_tokens = kTrtllmMaxNumTokens;
+    e.block_size = kTrtllmTokensPerBlock;
+    e.kv_free_memory_fraction = kTrtllmFreeGpuMemoryFraction;
+    e.guaranteed_no_evict = true;
+    e.host_per_sequence_s = kTrtllmHostPerSequence_s;
+    e.response_per_token_s = kTrtllmStreamResponsePerToken_s;
+    e.overlap_scheduler = true;  // PyTorch backend default (docs: features/overlap-scheduler)
+    e.cuda_graph_padding = false;
+    e.cuda_graph_batch_sizes.clear();
+    for (int size = 1; size < 32; ++size) e.cuda_graph_batch_sizes.push_back(size);
+    for (int size : {32, 64, kTrtllmCudaGraphMaxBatch}) e.cuda_graph_batch_sizes.push_back(size);
+  }
   defaults = read_pool(serving, defaults);
   if (auto disaggregation = serving.optional_object("disaggregation")) {
     for (const char* role : {"prefill", "decode"}) {
@@ -220,6 +278,11 @@ ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::
   ObjectReader workload_reader = root.required_object("workload");
   s.workload = read_workload(workload_reader, base_dir);
   workload_reader.reject_unknown_keys();
+  // Clients of an online service stream tokens; an off-line batch (trtllm-bench, MLPerf Offline) takes
+  // each request's output once, at its end.
+  for (auto& pool : s.pools) {
+    if (!pool.engine.stream_tokens_given) pool.engine.stream_tokens = s.workload.arrival != WorkloadSpec::Arrival::offline;
+  }
   if (auto slo = root.optional_object("slo")) s.slo = read_slo(*slo);
   root.reject_unknown_keys();
 
@@ -248,6 +311,8 @@ std::string to_string(PoolRole role) {
   }
   return "?";
 }
+
+std::string to_string(EngineKind kind) { return kind == EngineKind::tensorrt_llm ? "tensorrt_llm" : "vllm"; }
 
 std::string to_string(RouterPolicy policy) { return policy == RouterPolicy::round_robin ? "round_robin" : "least_outstanding"; }
 

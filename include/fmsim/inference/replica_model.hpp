@@ -3,6 +3,7 @@
 // workspace, KV cache capacity) and the time of one engine iteration for a given batch, from the compute
 // model (GEMMs compute- or HBM-bound, flash attention for prefill, KV reads for decode) and the TP/EP
 // collectives. docs/model.md ("Serving") derives each term.
+#include <algorithm>
 #include <vector>
 
 #include "fmsim/collectives/layout.hpp"
@@ -19,17 +20,29 @@ struct BatchShape {
   int prefill_tokens = 0;               ///< prompt tokens computed this iteration (chunks)
   double prefill_attention_pairs = 0;   ///< query-key pairs of those chunks, causal, incl. cached context
   int sampled_rows = 0;                 ///< sequences that sample a token (LM head rows)
+  int finishing_rows = 0;               ///< sequences that sample their last token this iteration
+  int prefill_sequences = 0;            ///< sequences with a prefill chunk this iteration
   int tokens() const { return decode_tokens + prefill_tokens; }
 };
 
 struct IterationBreakdown {
   double gemm_s = 0;          ///< projections, MLP / experts, LM head
   double attention_s = 0;     ///< prefill flash attention + decode KV reads
-  double memory_ops_s = 0;    ///< norms, activations
+  double memory_ops_s = 0;    ///< norms, activations, MoE token permutation
   double communication_s = 0; ///< TP all-reduce, EP all-to-all, pipeline sends
-  double overhead_s = 0;      ///< host side
-  double total_s() const { return gemm_s + attention_s + memory_ops_s + communication_s + overhead_s; }
+  double sampling_s = 0;      ///< the sampler over the vocabulary (FP32 logits written and read)
+  double overhead_s = 0;      ///< host side: per iteration, per sequence, per streamed token
+  bool host_overlapped = false; ///< the host work of one iteration runs during the next GPU iteration
+  int padded_tokens = 0;      ///< tokens the GEMMs ran on (a CUDA graph pads a decode batch up)
+  double gpu_s() const { return gemm_s + attention_s + memory_ops_s + communication_s + sampling_s; }
+  /// Without overlap the GPU waits for the host every iteration; with it the slower of the two paces.
+  double total_s() const { return host_overlapped ? std::max(gpu_s(), overhead_s) : gpu_s() + overhead_s; }
 };
+
+/// The decode batch a CUDA graph runs for `decode_tokens` sequences: the smallest captured size at or
+/// above it (engine capture lists, docs/model.md), or `decode_tokens` itself when it is above the
+/// largest graph or padding is off.
+int cuda_graph_batch(const EngineOptions& engine, int decode_tokens);
 
 struct ReplicaMemory {
   double weight_bytes_per_gpu = 0;

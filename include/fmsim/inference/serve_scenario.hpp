@@ -19,9 +19,12 @@ namespace fmsim::inference {
 enum class WeightPrecision { bf16, fp8, fp4 };
 enum class PoolRole { unified, prefill, decode };
 enum class RouterPolicy { round_robin, least_outstanding };
+/// Which engine's defaults and per-iteration host costs apply (docs/model.md, "Engine behaviour").
+enum class EngineKind { vllm, tensorrt_llm };
 
 /// How a batching engine (vLLM / SGLang / TensorRT-LLM) is configured, with vLLM's option names.
 struct EngineOptions {
+  EngineKind kind = EngineKind::vllm;
   int max_num_seqs = 256;                  ///< sequences in the running batch
   int max_num_batched_tokens = 8192;       ///< tokens one iteration may process
   bool chunked_prefill = true;             ///< split long prompts over iterations
@@ -30,9 +33,19 @@ struct EngineOptions {
   bool guaranteed_no_evict = false;
   int block_size = 16;                     ///< tokens per KV block
   double gpu_memory_utilization = 0.90;    ///< fraction of HBM the engine may use
+  /// TensorRT-LLM's kv_cache_free_gpu_memory_fraction: the KV cache gets this fraction of the memory
+  /// left after weights, activations and the runtime (0 = size it with gpu_memory_utilization instead).
+  double kv_free_memory_fraction = 0;
   bool prefix_caching = false;
   double prefix_cache_hit_rate = 0.0;      ///< fraction of each prompt found in the cache (when enabled)
-  double iteration_overhead_s = 0;         ///< host-side time per iteration (scheduler, sampling, launch)
+  double iteration_overhead_s = 0;         ///< host-side time per iteration (scheduler, launch)
+  double host_per_sequence_s = 0;          ///< host time per scheduled sequence (inputs, bookkeeping)
+  double response_per_token_s = 0;         ///< host time per token returned to a client (streamed)
+  bool overlap_scheduler = false;          ///< host work overlaps the next GPU iteration
+  bool stream_tokens = true;               ///< every token goes back to its client as it is sampled
+  bool stream_tokens_given = false;        ///< set in the file; otherwise on unless arrival is offline
+  std::vector<int> cuda_graph_batch_sizes; ///< decode batch sizes captured as CUDA graphs (ascending)
+  bool cuda_graph_padding = false;         ///< decode batches are padded up to a captured size
 };
 
 /// Identical replicas serving one role.
@@ -93,5 +106,6 @@ ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::
 std::string to_string(WeightPrecision precision);
 std::string to_string(PoolRole role);
 std::string to_string(RouterPolicy policy);
+std::string to_string(EngineKind kind);
 
 }  // namespace fmsim::inference
