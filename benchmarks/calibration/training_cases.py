@@ -81,17 +81,22 @@ def kind_of(model):
 # ---- Megatron-Bridge / NeMo tables (rows of model, gpus, precision, gbs, mbs, seq_len, tp, pp, cp, vp, ep) ----
 
 def mbridge_items(case, root):
+    """Megatron-Bridge tables, and the held-out files of benchmarks/calibration/ in the same row format (a row
+    may carry model_config where fmsim has no preset and recipe {parallelism, training} over the defaults)."""
     setup = case["setup"]
     release = re.sub(r" NeMo Container", "", str(setup.get("release", "")))
-    stack = f"Megatron-Bridge {release}"
+    nemo = "24.07" in release
+    stack = release if nemo else f"Megatron-Bridge {release}" if release else "Megatron-Core/Bridge recipes (held out)"
     workload = {"SFT Performance": "sft", "LoRA Performance": "lora"}.get(setup.get("task"), "pretrain")
     out = []
     for row in case["measured"]["rows"]:
-        out += mbridge_row_items(case["id"], row, stack, workload, root)
+        row = dict(row)
+        row.setdefault("system", setup.get("system", "DGX-H100"))
+        out += mbridge_row_items(case["id"], row, stack, workload, root, NEMO2407_PRECISION if nemo else MBRIDGE_PRECISION)
     return out
 
 
-def mbridge_row_items(case_id, row, stack, workload, root):
+def mbridge_row_items(case_id, row, stack, workload, root, precisions=MBRIDGE_PRECISION):
     raw_name = row["model"]
     base_name = re.sub(r"\s*\((tokendrop|w/ MTP)\)", "", raw_name)
     system = row["system"]
@@ -103,10 +108,13 @@ def mbridge_row_items(case_id, row, stack, workload, root):
         assumptions.append("precision not stated; read as FP8-CS, as the next release's table labels the same rows")
     primary, _, alternate = precision.partition(" (")
     alternate = alternate.rstrip(")")
-    model = MODELS.get(base_name)
-    group = {"generation": gen, "system": system, "kind": kind_of(model) if model else "?", "workload": workload,
+    model = MODELS.get(base_name) or row.get("model_config")
+    group = {"generation": gen, "system": system, "kind": kind_of(MODELS.get(base_name)) if model else "?", "workload": workload,
              "stack": stack}
-    configs = [(primary, first_int, row["tokens_per_s_per_gpu"], "")]
+    # Rows that give only model TFLOP/s/GPU are compared on it (fmsim counts Megatron's FLOPs).
+    by_tokens = "tokens_per_s_per_gpu" in row
+    metric, predict = ("tokens/s/GPU", tokens_per_gpu) if by_tokens else ("model TFLOP/s/GPU", tflops_per_gpu)
+    configs = [(primary, first_int, row["tokens_per_s_per_gpu" if by_tokens else "model_tflops_per_gpu"], "")]
     if "alt_tokens_per_s_per_gpu" in row:
         # The parenthesised cells: the other quantization granularity (32x32 blocks = MXFP8 on Blackwell,
         # 128x128 weights / 1x128 activations = blockwise FP8 on H100), with its own layout where it differs.
@@ -121,26 +129,31 @@ def mbridge_row_items(case_id, row, stack, workload, root):
         fsdp = pick(row.get("fsdp"), 0) > 0
         layout = f"TP{tp} PP{pp} CP{cp} VP{vp} EP{ep}" + (" FSDP" if fsdp else "")
         label = f"{raw_name} {system} {gpus} GPUs {prec} {layout}{suffix}"
+        if prec not in precisions and prec != "FP8-BLOCKWISE":
+            items.append(item(case_id, label, group, metric, measured, reason=f"precision {prec!r} not mapped"))
+            continue
         if base_name in UNPUBLISHED:
-            items.append(item(case_id, label, group, "tokens/s/GPU", measured, reason=UNPUBLISHED[base_name]))
+            items.append(item(case_id, label, group, metric, measured, reason=UNPUBLISHED[base_name]))
             continue
         if model is None:
-            items.append(item(case_id, label, group, "tokens/s/GPU", measured, reason=f"no preset for model {raw_name!r}"))
+            items.append(item(case_id, label, group, metric, measured, reason=f"no preset for model {raw_name!r}"))
             continue
         if prec == "FP8-BLOCKWISE":
             training = {"precision": "fp8", "fp8_recipe": "blockwise"}
         else:
-            training = dict(MBRIDGE_PRECISION[prec])
-        par, recipe_training = recipe_settings(model, pp, vp, ep)
+            training = dict(precisions[prec])
+        par, recipe_training = recipe_settings(MODELS.get(base_name), pp, vp, ep, system, prec)
         training.update(recipe_training)
+        par.update(row.get("recipe", {}).get("parallelism", {}))
+        training.update(row.get("recipe", {}).get("training", {}))
         # The 26.06 SFT table counts model FLOPs over whole packed rows (it predates Megatron-Bridge's
         # per-sequence count, pull request 4511).
         training.update(fine_tuning_settings(workload, MBRIDGE_LORA, flops_per_row=workload == "sft"))
         if "tokendrop" in raw_name:
             training["moe_expert_capacity_factor"] = 1.0  # Megatron-Bridge's token-drop rows: capacity 1, padded
-        doc = scenario(f"{model}-{system}-{gpus}", system, gpus, model, tp, pp, cp, vp, ep, mbs, gbs, seq, training,
+        doc = scenario(f"{base_name}-{system}-{gpus}".replace(" ", "_"), system, gpus, model, tp, pp, cp, vp, ep, mbs, gbs, seq, training,
                        root, fsdp=fsdp, extra_par=par)
-        items.append(item(case_id, label, group, "tokens/s/GPU", measured, doc, tokens_per_gpu, assumptions=assumptions))
+        items.append(item(case_id, label, group, metric, measured, doc, predict, assumptions=assumptions))
     return items
 
 
@@ -148,6 +161,8 @@ def nemo2407_items(case, root):
     """NeMo 24.07 rows: one configuration per case (setup + measured), or the fine-tuning table."""
     setup, measured = case["setup"], case["measured"]
     stack = "NeMo 24.07"
+    if "rows" in measured and not all("task" in r for r in measured["rows"]):
+        return mbridge_items(case, root)  # a pretraining table (the held-out NeMo 24.07 rows)
     if "rows" in measured:  # SFT / LoRA of Llama 2 on packed 4096-token sequences
         items = []
         for row in measured["rows"]:
@@ -336,5 +351,7 @@ def items_of(case, root):
     if cid == "train-nemo-h100-llama2-7b-long-context-cp":
         return long_context_items(case, root)
     if "rows" not in case["measured"] and "model" in case["setup"] and "gpus" in case["setup"] and "tp" in case["setup"]:
-        return nemo2407_items(case, root)  # the older flat format of the held-out files
+        return nemo2407_items(case, root)  # one configuration per case
+    if isinstance(case["measured"].get("rows"), list) and all("model" in r and "gpus" in r for r in case["measured"]["rows"]):
+        return mbridge_items(case, root)  # held-out files in the table format
     return unexpressible_items(case)

@@ -34,7 +34,18 @@ LAYOUTS = {"llama3-70b": {"pipeline_model_parallel_layout": "Et*2|(t*2|)*34,t*3|
 # Selective recompute (Megatron-Bridge scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py:
 # GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V1 recomputes the norms and the experts' activation; DeepSeek-V3's
 # H100 recipe DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1 recomputes mla_up_proj and mlp).
-RECOMPUTE = {"gpt-oss-120b": ["layernorm", "moe_act"], "deepseek-v3": ["mla_up_proj", "mlp"]}
+RECOMPUTE = {"gpt-oss-120b": ["layernorm", "moe_act"], "deepseek-v3": ["mla_up_proj", "mlp"],
+             "nemotron-3-ultra": ["moe_act"]}
+# Per system where the recipes differ (Megatron-Bridge nemotron_3_workload_base_configs.py: Nano on H100
+# checkpoints the MoE layer, the norms and core attention; Super on GB200 the MoE layer, on B200 the norms,
+# core attention and the experts' activation).
+RECOMPUTE_BY_SYSTEM = {("nemotron-3-nano", "DGX-H100"): ["moe", "layernorm", "core_attn"],
+                       ("nemotron-3-super", "DGX-GB200"): ["moe"],
+                       ("nemotron-3-super", "DGX-B200"): ["layernorm", "core_attn", "moe_act"]}
+# Nemotron 3 Super's NVFP4 recipe (mixed_precision.py nemotron_3_super_bf16_with_nvfp4_mixed) keeps the last
+# 14 layers in BF16; Megatron-Core's num_layers_at_start_in_bf16 keeps its default, 1.
+NVFP4_BF16_LAYERS = {"nemotron-3-super": {"first_last_layers_bf16": True, "num_layers_at_start_in_bf16": 1,
+                                          "num_layers_at_end_in_bf16": 14}}
 
 # Token dispatcher where it is not alltoall (DeepSeek-V3: DeepEP / HybridEP, moe_flex_dispatcher_backend in
 # the base config).
@@ -83,9 +94,11 @@ def fine_tuning_settings(workload, lora, flops_per_row=False):
     return training
 
 
-def recipe_settings(model, pp, vp, ep):
+def recipe_settings(model, pp, vp, ep, system="DGX-H100", precision="FP8"):
     """(parallelism, training) settings of the published recipe for `model` at this PP x VP x EP."""
     par, training = {}, {}
+    if precision == "NVFP4":
+        training.update(NVFP4_BF16_LAYERS.get(model, {}))
     if pp * vp > 1 and LAYOUT_STAGES.get(model, pp * vp) == pp * vp:
         par.update(LAYOUTS.get(model, {}))
     if model == "deepseek-v3" and (pp, vp) in DEEPSEEK_LAYOUTS:
@@ -94,6 +107,7 @@ def recipe_settings(model, pp, vp, ep):
         training["moe_token_dispatcher_type"] = DISPATCHER[model]
     if model in A2A_OVERLAP and ep > 1 and (pp == 1 or vp > 1):  # what Megatron-Bridge allows
         training["overlap_moe_expert_parallel_comm"] = True
-    if model in RECOMPUTE:
-        training.update({"recompute_granularity": "selective", "recompute_modules": RECOMPUTE[model]})
+    modules = RECOMPUTE_BY_SYSTEM.get((model, system), RECOMPUTE.get(model))
+    if modules:
+        training.update({"recompute_granularity": "selective", "recompute_modules": modules})
     return par, training
