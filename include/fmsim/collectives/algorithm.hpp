@@ -28,6 +28,10 @@ struct TrafficShape {
   NetPattern pattern = NetPattern::none;
   bool phases_add = false;           ///< NVLink and network phases run one after the other
   int fill_stages = 0;               ///< pipeline stages to fill (pipelined tree-like algorithms)
+  /// Bytes of one pipeline loop when the algorithm sizes its chunks by the message (NVLS): the fill is
+  /// then fill_stages x the time of F S / (S + F) bytes (tends to S for small S, to F for large S)
+  /// instead of fill_stages x the time of min(S, kChannels x kPipelineChunkBytes). 0: the latter.
+  double fill_loop_bytes = 0;
   double net_chunk_overhead_s = 0;   ///< fixed cost of each network chunk beyond its wire time
 };
 
