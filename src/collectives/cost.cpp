@@ -57,10 +57,9 @@ Estimate estimate(const Candidate& candidate, Op op, const CommLayout& layout, d
     double ll_cap = tuning::ll_max_busbw_Bps(layout.sm_version, layout.amd_host, layout.islands);
     bandwidth_s = std::max(bandwidth_s, bytes * busbw_factor(op, layout.ranks) / ll_cap);
   }
-  const double loop = shape.fill_loop_bytes;
-  const double pipelined =
-      loop > 0 ? loop * bytes / (bytes + loop) : std::min(bytes, tuning::kChannels * tuning::kPipelineChunkBytes);
-  e.fill_s = bytes > 0 ? shape.fill_stages * bandwidth_s * pipelined / bytes : 0.0;
+  const double staged = shape.fill_stages * std::min(bytes, tuning::kChannels * tuning::kPipelineChunkBytes);
+  const double loop = shape.fill_loop_bytes > 0 ? shape.fill_loop_bytes * bytes / (bytes + shape.fill_loop_bytes) : 0.0;
+  e.fill_s = bytes > 0 ? bandwidth_s * std::max(staged, loop) / bytes : 0.0;
   e.bandwidth_s = bandwidth_s;
   e.latency_s = candidate.model->latency_s(op, layout, candidate.protocol) + tuning::kOperationOverhead_s;
   e.time_s = e.latency_s + bandwidth_s + e.fill_s;

@@ -22,9 +22,10 @@ inline constexpr double kNvlinkCopyEfficiency = 370.0 / 450.0;
 inline constexpr double kOperationOverhead_s = 5.0e-6;
 
 /// NVLS chunk (NCCL nvlsChunkSize, 128 KiB; NCCL-NOTES.md section 3) and NVLS channels by GPU generation
-/// (16 on SM90, 24 on SM100 and later, one node or one NVL domain; NCCL-NOTES.md section 3).
+/// (16 on SM90; on SM100 and later 24 in one node or one NVL domain, 32 across domains; NCCL-NOTES.md
+/// section 3).
 inline constexpr double kNvlsChunkBytes = 131072.0;
-int nvls_channels(int sm_version);
+int nvls_channels(int sm_version, bool multi_domain);
 
 /// Achieved fraction of EFA/InfiniBand line rate for NCCL Simple traffic: 2-node p5 all_gather reaches
 /// 328-334 GB/s busbw of 400 GB/s (calibration coll-aws-p5-allgather-2nodes, 2 GiB), and the same

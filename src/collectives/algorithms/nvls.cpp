@@ -29,10 +29,9 @@ class Nvls final : public AlgorithmModel {
     const double g = layout.ranks_per_island;
     shape.nvlink_bytes_per_rank = op == Op::all_reduce ? 1.0 + 1.0 / g : (g - 1) / g;
     shape.nvlink_is_nvls = true;
-    shape.fill_stages = 1;
-    // One loop of NCCL's NVLS kernel: every channel handles one chunk per rank (NCCL shrinks the chunk
-    // for smaller messages, hence the F S / (S + F) form in cost.cpp).
-    shape.fill_loop_bytes = g * tuning::nvls_channels(layout.sm_version) * tuning::kNvlsChunkBytes;
+    // The pipeline fills one loop of NCCL's NVLS kernel: every channel handles one chunk per rank
+    // (NCCL shrinks the chunk for smaller messages, hence the F S / (S + F) form in cost.cpp).
+    shape.fill_loop_bytes = g * tuning::nvls_channels(layout.sm_version, false) * tuning::kNvlsChunkBytes;
     return shape;
   }
 

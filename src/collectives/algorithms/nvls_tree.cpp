@@ -32,6 +32,8 @@ class NvlsTree final : public AlgorithmModel {
     // Stages a chunk passes: NVLS reduce, proxy send, wire, reduction with the peer's shard, proxy,
     // NVLS multicast.
     shape.fill_stages = 6;
+    // Inside each domain it runs NVLS kernels, whose loop must fill too (an NVL72 domain: 72 ranks).
+    shape.fill_loop_bytes = g * tuning::nvls_channels(layout.sm_version, true) * tuning::kNvlsChunkBytes;
     shape.net_chunk_overhead_s = tuning::kNvlsTreeNetChunkOverhead_s;
     return shape;
   }
