@@ -61,7 +61,7 @@ Estimate estimate(const Candidate& candidate, Op op, const CommLayout& layout, d
   const double loop = shape.fill_loop_bytes > 0 ? shape.fill_loop_bytes * bytes / (bytes + shape.fill_loop_bytes) : 0.0;
   e.fill_s = bytes > 0 ? bandwidth_s * std::max(staged, loop) / bytes : 0.0;
   e.bandwidth_s = bandwidth_s;
-  e.latency_s = candidate.model->latency_s(op, layout, candidate.protocol) + tuning::kOperationOverhead_s;
+  e.latency_s = candidate.model->latency_s(op, layout, candidate.protocol);
   e.time_s = e.latency_s + bandwidth_s + e.fill_s;
   return e;
 }

@@ -4,10 +4,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "fmsim/collectives/benchmark.hpp"
 #include "fmsim/collectives/cost.hpp"
 #include "fmsim/collectives/tuning.hpp"
+#include "fmsim/config/json_file.hpp"
 #include "fmsim/topology/placement.hpp"
 #include "test_support.hpp"
 
@@ -143,4 +146,38 @@ TEST_CASE("small-message floors: NCCL's latency plus the per-operation overhead"
   CHECK(tree.latency_s == Approx(6.8 * kUs + 2 * (7 * 0.6 * kUs + 5.0 * kUs + alpha) + tuning::kOperationOverhead_s));
   // alpha is the one that puts this floor at the measured 161-164 us (coll-aws-p4de-2node-allreduce-8B-2GB).
   CHECK(tree.time_s == Approx(161.5 * kUs).epsilon(0.02));
+}
+
+TEST_CASE("an NVLink generation without its efficiency, or with one above 1, is refused", "[collectives][blackwell]") {
+  using Catch::Matchers::Contains;
+  auto dir = fmsim::test::write_temp("{}", "placeholder").parent_path();
+  for (const char* file : {"gpus.json", "instances.json", "networks.json", "storage.json"}) {
+    std::filesystem::copy_file(std::filesystem::path(FMSIM_TEST_CATALOG_DIR) / file, dir / file);
+  }
+  const auto original = fmsim::config::load_json_file(dir / "networks.json").root;
+  auto doc = original;
+  doc["interconnects"]["nvlink5"].erase("copy_efficiency");
+  std::ofstream(dir / "networks.json") << doc.dump();
+  CHECK_THROWS_WITH(fmsim::hardware::Catalog::load(dir), Contains("nvlink5") && Contains("copy_efficiency"));
+  doc = original;
+  doc["interconnects"]["nvlink5-nvl72"]["nvls_efficiency"]["value"] = 1.4;
+  std::ofstream(dir / "networks.json") << doc.dump();
+  CHECK_THROWS_WITH(fmsim::hardware::Catalog::load(dir), Contains("nvls_efficiency") && Contains("(0, 1]"));
+  // A scale-out network has no NVLink efficiency: the key is unknown there.
+  doc = original;
+  doc["interconnects"]["efa-v2"]["copy_efficiency"] = {{"value", 0.5}, {"source", "x"}};
+  std::ofstream(dir / "networks.json") << doc.dump();
+  CHECK_THROWS_WITH(fmsim::hardware::Catalog::load(dir), Contains("copy_efficiency"));
+}
+
+TEST_CASE("the per-operation overhead is part of fmsim collective, not of the replays' collective cost", "[collectives][latency]") {
+  auto p5en = fmsim::test::shipped_cluster("p5en-128node.json");
+  const auto layout = layout_of(p5en, 4);
+  for (double bytes : {8.0, 1048576.0, 1073741824.0}) {
+    const auto row = row_at(layout, Op::all_reduce, bytes);
+    const auto cost = collective_cost(layout, Op::all_reduce, bytes);
+    INFO(bytes);
+    CHECK(row.algorithm == cost.algorithm);
+    CHECK(row.time_s == Approx(cost.time_s + tuning::kOperationOverhead_s).epsilon(1e-9));
+  }
 }

@@ -18,7 +18,9 @@ inline constexpr double kNvlinkCopyEfficiency = 370.0 / 450.0;
 /// the work descriptors, the nccl-tests loop): the measured floors sit ~5 us above NCCL's own latency
 /// on two fabrics and algorithms: 4 x GB200 ring/LL 15.4 us at 1 KiB against 6.6 + 6 x 0.6 = 10.2
 /// (calibration coll-azure-nd-gb200-v6-4gpu-allreduce-ring), 8 x H200 NVLS 29.9-31.2 us from 1 KiB to
-/// 512 KiB against NCCL's 25 (coll-azure-nd_h200_v5-8gpu-allreduce-nvls).
+/// 512 KiB against NCCL's 25 (coll-azure-nd_h200_v5-8gpu-allreduce-nvls). Added to every operation of
+/// `fmsim collective` (run_benchmark); collective_cost(), which the training and serving replays use, leaves
+/// it out for now (their calibrations were set without it; docs/model.md).
 inline constexpr double kOperationOverhead_s = 5.0e-6;
 
 /// NVLS chunk (NCCL nvlsChunkSize, 128 KiB; NCCL-NOTES.md section 3) and NVLS channels by GPU generation
