@@ -181,3 +181,20 @@ TEST_CASE("the per-operation overhead is part of fmsim collective, not of the re
     CHECK(row.time_s == Approx(cost.time_s + tuning::kOperationOverhead_s).epsilon(1e-9));
   }
 }
+
+TEST_CASE("NVLS needs its efficiency in the catalog: without it the tuner leaves NVLS out and says why", "[collectives][blackwell]") {
+  using Catch::Matchers::Contains;
+  auto dir = fmsim::test::write_temp("{}", "placeholder").parent_path();
+  for (const char* file : {"gpus.json", "instances.json", "networks.json", "storage.json"}) {
+    std::filesystem::copy_file(std::filesystem::path(FMSIM_TEST_CATALOG_DIR) / file, dir / file);
+  }
+  auto doc = fmsim::config::load_json_file(dir / "networks.json").root;
+  doc["interconnects"]["nvlink4"].erase("nvls_efficiency");
+  std::ofstream(dir / "networks.json") << doc.dump();
+  const auto catalog = fmsim::hardware::Catalog::load(dir);
+  const auto cluster = fmsim::topology::build_cluster_graph(
+      fmsim::topology::load_cluster(fmsim::test::source_dir() / "topologies" / "p5-2node.json", catalog));
+  const auto layout = layout_of(cluster, 8);
+  CHECK(row_at(layout, Op::all_reduce, 4 * kGiB).algorithm == Algorithm::ring);
+  CHECK_THROWS_WITH(row_at(layout, Op::all_reduce, 4 * kGiB, Algorithm::nvls), Contains("no nvls_efficiency"));
+}

@@ -13,6 +13,7 @@ class Nvls final : public AlgorithmModel {
 
   std::optional<std::string> unsupported(Op op, const CommLayout& layout) const override {
     if (!layout.nvlink_sharp) return "nvls needs NVLink SHARP (an NVSwitch with Hopper or later GPUs)";
+    if (layout.nvls_efficiency <= 0) return "nvls: the catalog gives this NVLink generation no nvls_efficiency";
     if (op != Op::all_reduce && op != Op::all_gather && op != Op::reduce_scatter) {
       return "nvls implements all_reduce, all_gather and reduce_scatter";
     }

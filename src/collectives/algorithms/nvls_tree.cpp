@@ -14,6 +14,7 @@ class NvlsTree final : public AlgorithmModel {
 
   std::optional<std::string> unsupported(Op op, const CommLayout& layout) const override {
     if (!layout.nvlink_sharp) return "nvls_tree needs NVLink SHARP (an NVSwitch with Hopper or later GPUs)";
+    if (layout.nvls_efficiency <= 0) return "nvls_tree: the catalog gives this NVLink generation no nvls_efficiency";
     if (op != Op::all_reduce) return "nvls_tree implements all_reduce only";
     if (layout.islands < 2) return "nvls_tree needs more than one NVLink domain (use nvls inside one)";
     if (layout.ranks_per_island < 2) return "nvls_tree needs at least 2 GPUs per NVLink domain";
