@@ -48,8 +48,7 @@ Estimate estimate(const Candidate& candidate, Op op, const CommLayout& layout, d
   e.shape = candidate.model->shape(op, layout);
   const TrafficShape& shape = e.shape;
   const double slow = protocol_bandwidth_factor(candidate.protocol);
-  const double nvlink_Bps =
-      layout.nvlink_Bps * (shape.nvlink_is_nvls ? tuning::kNvlsEfficiency : tuning::kNvlinkCopyEfficiency);
+  const double nvlink_Bps = layout.nvlink_Bps * (shape.nvlink_is_nvls ? layout.nvls_efficiency : layout.nvlink_copy_efficiency);
   e.nvlink_s = shape.nvlink_bytes_per_rank * bytes / nvlink_Bps / slow;
   e.rail_use = candidate.model->rail_use(op, layout, bytes);
   e.net_s = net_seconds_per_byte * bytes / slow / e.rail_use * net_chunk_factor(shape, layout);
@@ -58,8 +57,9 @@ Estimate estimate(const Candidate& candidate, Op op, const CommLayout& layout, d
     double ll_cap = tuning::ll_max_busbw_Bps(layout.sm_version, layout.amd_host, layout.islands);
     bandwidth_s = std::max(bandwidth_s, bytes * busbw_factor(op, layout.ranks) / ll_cap);
   }
-  const double pipelined = std::min(bytes, tuning::kChannels * tuning::kPipelineChunkBytes);
-  e.fill_s = bytes > 0 ? shape.fill_stages * bandwidth_s * pipelined / bytes : 0.0;
+  const double staged = shape.fill_stages * std::min(bytes, tuning::kChannels * tuning::kPipelineChunkBytes);
+  const double loop = shape.fill_loop_bytes > 0 ? shape.fill_loop_bytes * bytes / (bytes + shape.fill_loop_bytes) : 0.0;
+  e.fill_s = bytes > 0 ? bandwidth_s * std::max(staged, loop) / bytes : 0.0;
   e.bandwidth_s = bandwidth_s;
   e.latency_s = candidate.model->latency_s(op, layout, candidate.protocol);
   e.time_s = e.latency_s + bandwidth_s + e.fill_s;

@@ -52,6 +52,8 @@ CommLayout make_layout(const topology::ClusterGraph& cluster, std::vector<int> r
   }
   const auto& spec = cluster.spec;
   layout.nvlink_Bps = spec.gpu.nvlink_bandwidth_per_direction_Bps;
+  layout.nvlink_copy_efficiency = spec.nvlink.copy_efficiency;
+  layout.nvls_efficiency = spec.nvlink.nvls_efficiency;
   layout.rail_Bps = spec.rail_bandwidth_Bps();
   layout.net_message_latency_s = spec.fabric.message_latency_s;
   layout.net_switch_latency_s = spec.fabric.switch_latency_s;

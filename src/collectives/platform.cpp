@@ -176,7 +176,7 @@ engine::SimPlatform build_gpu_platform(const CommLayout& layout, const std::vect
   const auto& cluster = *layout.cluster;
   const auto& spec = cluster.spec;
   engine::SimPlatform platform;
-  const double nvlink_Bps = layout.nvlink_Bps * tuning::kNvlinkCopyEfficiency;
+  const double nvlink_Bps = layout.nvlink_Bps * layout.nvlink_copy_efficiency;
   const double rail_Bps = layout.rail_Bps * tuning::kNetworkEfficiency;
   std::vector<int> nvl_up, nvl_down;
   std::map<int, int> gpu_rank;

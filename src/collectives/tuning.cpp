@@ -27,6 +27,11 @@ double ll_max_busbw_Bps(int sm_version, bool amd_host, int islands) {
   return (amd_host ? 19.0 : 20.4) * 1e9;
 }
 
+int nvls_channels(int sm_version, bool multi_domain) {
+  if (sm_version < 100) return 16;
+  return multi_domain ? 32 : 24;
+}
+
 double base_latency_s(Algorithm algorithm, Protocol protocol) {
   static const double ring[] = {6.6, 14.0, 8.4};
   static const double tree[] = {6.8, 14.0, 8.4};

@@ -119,6 +119,11 @@ class CatalogLoader {
       spec.kind = entry.choice_or("kind", {"nvlink", "efa", "infiniband"}, "");
       spec.message_latency_s = quantity(entry, "message_latency", Dimension::time, spec.sources);
       spec.switch_latency_s = quantity(entry, "switch_latency", Dimension::time, spec.sources);
+      if (spec.kind == "nvlink") {
+        spec.copy_efficiency = fraction(entry, "copy_efficiency", spec.sources);
+        // Absent where the generation has no NVLink SHARP (NVLink 3).
+        if (entry.has("nvls_efficiency")) spec.nvls_efficiency = fraction(entry, "nvls_efficiency", spec.sources);
+      }
       entry.reject_unknown_keys();
       catalog_.interconnects_[name] = spec;
     }

@@ -144,7 +144,8 @@ def collective_table_mirrors_nccl_tests():
     assert rows[0][0] == "8" and rows[-1][0] == "17179869184"
     for row in rows:
         size, time_us, algbw, busbw = float(row[0]), float(row[4]), float(row[5]), float(row[6])
-        assert abs(busbw - algbw * 2 * 15 / 16) <= 0.011 + 1e-3 * busbw, row
+        # Both columns are printed to 0.01: busbw and algbw x 1.875 each carry up to 0.005 (x 1.875) of rounding.
+        assert abs(busbw - algbw * 2 * 15 / 16) <= 0.005 + 0.005 * 2 * 15 / 16 + 1e-3 * busbw, row
         assert abs(algbw - size / time_us / 1e3) <= 0.006 + 1e-3 * algbw, row
 
 

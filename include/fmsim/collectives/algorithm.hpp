@@ -28,6 +28,11 @@ struct TrafficShape {
   NetPattern pattern = NetPattern::none;
   bool phases_add = false;           ///< NVLink and network phases run one after the other
   int fill_stages = 0;               ///< pipeline stages to fill (pipelined tree-like algorithms)
+  /// Bytes F of one loop of an NVLS kernel (ranks of the domain x NVLS channels x chunk): NCCL shrinks
+  /// the chunk for smaller messages, so the loop's fill costs the time of F S / (S + F) bytes (S for
+  /// small S, F for large S). The fill is the larger of this and fill_stages x the time of
+  /// min(S, kChannels x kPipelineChunkBytes). 0: no such loop.
+  double fill_loop_bytes = 0;
   double net_chunk_overhead_s = 0;   ///< fixed cost of each network chunk beyond its wire time
 };
 

@@ -19,6 +19,8 @@ struct CommLayout {
   int nodes_per_island = 0;                   ///< instances per island holding ranks (equal, checked)
 
   double nvlink_Bps = 0;       ///< per GPU per direction (catalog)
+  double nvlink_copy_efficiency = 0;  ///< achieved fraction of nvlink_Bps for copy traffic (catalog, per generation)
+  double nvls_efficiency = 0;         ///< achieved fraction of nvlink_Bps for NVLS traffic (catalog, per generation)
   double rail_Bps = 0;         ///< scale-out bandwidth per GPU rail per direction (catalog)
   double net_message_latency_s = 0;
   double net_switch_latency_s = 0;

@@ -7,15 +7,27 @@
 
 namespace fmsim::collectives::tuning {
 
-/// Achieved fraction of NVLink line rate (per direction) for copy-style traffic (ring, chain, p2p):
-/// ~370 GB/s busbw of 450 GB/s on 8x H100 (calibration coll-h100-8gpu-ring-vs-nvls-nccl-maintainer,
-/// coll-h100-8gpu-nvls-gpu-count-sweep ring rows).
+/// Achieved fraction of NVLink line rate (per direction) for copy-style traffic on NVLink 4 (H100):
+/// ~370 GB/s busbw of 450 GB/s on 8x H100 (calibration coll-h100-8gpu-ring-vs-nvls-nccl-maintainer).
+/// The collectives take the figure of the cluster's NVLink generation from the catalog
+/// (topologies/catalog/networks.json: copy_efficiency, nvls_efficiency; CommLayout); this Hopper value
+/// remains for the training and serving models' point-to-point NVLink transfers.
 inline constexpr double kNvlinkCopyEfficiency = 370.0 / 450.0;
 
-/// Achieved fraction of NVLink line rate for NVLS (multimem) traffic, whose busiest GPU moves
-/// S (1 + 1/g) bytes: algbw 273 GB/s at g = 8 gives 273 x 1.125 / 450 (calibration
-/// coll-h100-8gpu-nvls-gpu-count-sweep); the same constant predicts the g = 5, 6, 7 rows within 1 %.
-inline constexpr double kNvlsEfficiency = 273.0 * 1.125 / 450.0;
+/// A fixed cost of every collective operation beyond NCCL's tuning latencies (kernel launch and start,
+/// the work descriptors, the nccl-tests loop): the measured floors sit ~5 us above NCCL's own latency
+/// on two fabrics and algorithms: 4 x GB200 ring/LL 15.4 us at 1 KiB against 6.6 + 6 x 0.6 = 10.2
+/// (calibration coll-azure-nd-gb200-v6-4gpu-allreduce-ring), 8 x H200 NVLS 29.9-31.2 us from 1 KiB to
+/// 512 KiB against NCCL's 25 (coll-azure-nd_h200_v5-8gpu-allreduce-nvls). Added to every operation of
+/// `fmsim collective` (run_benchmark); collective_cost(), which the training and serving replays use, leaves
+/// it out for now (their calibrations were set without it; docs/model.md).
+inline constexpr double kOperationOverhead_s = 5.0e-6;
+
+/// NVLS chunk (NCCL nvlsChunkSize, 128 KiB; NCCL-NOTES.md section 3) and NVLS channels by GPU generation
+/// (16 on SM90; on SM100 and later 24 in one node or one NVL domain, 32 across domains; NCCL-NOTES.md
+/// section 3).
+inline constexpr double kNvlsChunkBytes = 131072.0;
+int nvls_channels(int sm_version, bool multi_domain);
 
 /// Achieved fraction of EFA/InfiniBand line rate for NCCL Simple traffic: 2-node p5 all_gather reaches
 /// 328-334 GB/s busbw of 400 GB/s (calibration coll-aws-p5-allgather-2nodes, 2 GiB), and the same

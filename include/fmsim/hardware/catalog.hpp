@@ -40,6 +40,10 @@ struct InterconnectSpec {
   std::string kind;                             ///< "nvlink", "efa" or "infiniband"
   double message_latency_s = 0;                 ///< one-way small-message latency (alpha)
   double switch_latency_s = 0;                  ///< per switch traversed
+  /// NVLink generations only (kind "nvlink"): achieved fraction of the per-direction line rate for
+  /// copy-style traffic (ring, chain, p2p) and for NVLS (multimem) traffic; 0 for scale-out networks.
+  double copy_efficiency = 0;
+  double nvls_efficiency = 0;
   Sources sources;
 };
 

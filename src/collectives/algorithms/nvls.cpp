@@ -13,6 +13,7 @@ class Nvls final : public AlgorithmModel {
 
   std::optional<std::string> unsupported(Op op, const CommLayout& layout) const override {
     if (!layout.nvlink_sharp) return "nvls needs NVLink SHARP (an NVSwitch with Hopper or later GPUs)";
+    if (layout.nvls_efficiency <= 0) return "nvls: the catalog gives this NVLink generation no nvls_efficiency";
     if (op != Op::all_reduce && op != Op::all_gather && op != Op::reduce_scatter) {
       return "nvls implements all_reduce, all_gather and reduce_scatter";
     }
@@ -29,7 +30,9 @@ class Nvls final : public AlgorithmModel {
     const double g = layout.ranks_per_island;
     shape.nvlink_bytes_per_rank = op == Op::all_reduce ? 1.0 + 1.0 / g : (g - 1) / g;
     shape.nvlink_is_nvls = true;
-    shape.fill_stages = 1;
+    // The pipeline fills one loop of NCCL's NVLS kernel: every channel handles one chunk per rank
+    // (NCCL shrinks the chunk for smaller messages, hence the F S / (S + F) form in cost.cpp).
+    shape.fill_loop_bytes = g * tuning::nvls_channels(layout.sm_version, false) * tuning::kNvlsChunkBytes;
     return shape;
   }
 

@@ -14,6 +14,7 @@ class NvlsTree final : public AlgorithmModel {
 
   std::optional<std::string> unsupported(Op op, const CommLayout& layout) const override {
     if (!layout.nvlink_sharp) return "nvls_tree needs NVLink SHARP (an NVSwitch with Hopper or later GPUs)";
+    if (layout.nvls_efficiency <= 0) return "nvls_tree: the catalog gives this NVLink generation no nvls_efficiency";
     if (op != Op::all_reduce) return "nvls_tree implements all_reduce only";
     if (layout.islands < 2) return "nvls_tree needs more than one NVLink domain (use nvls inside one)";
     if (layout.ranks_per_island < 2) return "nvls_tree needs at least 2 GPUs per NVLink domain";
@@ -32,6 +33,8 @@ class NvlsTree final : public AlgorithmModel {
     // Stages a chunk passes: NVLS reduce, proxy send, wire, reduction with the peer's shard, proxy,
     // NVLS multicast.
     shape.fill_stages = 6;
+    // Inside each domain it runs NVLS kernels, whose loop must fill too (an NVL72 domain: 72 ranks).
+    shape.fill_loop_bytes = g * tuning::nvls_channels(layout.sm_version, true) * tuning::kNvlsChunkBytes;
     shape.net_chunk_overhead_s = tuning::kNvlsTreeNetChunkOverhead_s;
     return shape;
   }
