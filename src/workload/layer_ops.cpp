@@ -127,6 +127,16 @@ int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int laye
   return w.collective(rank, c.cp, "cp", Category::cp_comm, Op::alltoall, backward ? qkv_bytes : out_bytes, "cp.a2a_out", {attn});
 }
 
+int attention_recompute(TraceWriter& w, int rank, int layer, int after) {
+  const auto& tr = w.s.training;
+  if (tr.recompute != Recompute::selective || !tr.recompute_modules.core_attn) return after;
+  TraceNode attention = w.compute(rank, "attn.recompute", Kernel::attention_fwd);
+  attention.flops = attention_forward_flops(w, layer);
+  attention.attention_span = attention_kernel_span(w, layer);
+  attention.deps = {after};
+  return w.add(attention);
+}
+
 namespace {
 
 /// MLA's KV up-projection GEMM: the KV latent to every local head's no-RoPE key and value.
@@ -264,13 +274,7 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     if (sp) node = gemm_with_tp(w, rank, c, layer, {"proj.dgrad", t, s.o_in, s.h}, Op::all_gather, true, node);
     else node = w.gemm(rank, "proj.dgrad", t, s.o_in, s.h, fp8, {node});
     node = w.gemm(rank, "proj.wgrad", s.h, s.o_in, t, fp8, {node});
-    if (tr.recompute == Recompute::selective && tr.recompute_modules.core_attn) {
-      TraceNode attention = w.compute(rank, "attn.recompute", Kernel::attention_fwd);
-      attention.flops = attention_forward_flops(w, layer);
-      attention.attention_span = attention_kernel_span(w, layer);
-      attention.deps = {node};
-      node = w.add(attention);
-    }
+    node = attention_recompute(w, rank, layer, node);
     if (tr.recompute == Recompute::selective && tr.recompute_modules.mla_up_proj) node = mla_up_recompute(w, rank, layer, node);
     node = attention_with_cp(w, rank, c, layer, true, node);
     node = w.memory(rank, "rope.bwd", 2 * t * (s.q + s.kv) * ab, {node});

@@ -129,7 +129,6 @@ int attention_forward(TraceWriter& w, int rank, const Communicators& c, int laye
 
 int attention_backward(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
   const auto& m = w.s.model;
-  const auto& tr = w.s.training;
   const double tp = w.s.parallelism.tp, t = w.tokens, tsp = w.tokens_sp, ab = w.act_bytes, h = m.hidden;
   const double q = m.q_dim() / tp, qkv = (m.q_dim() + 2.0 * m.kv_dim()) / tp;
   const bool sp = w.s.parallelism.sequence_parallel, fp8 = w.fp8(layer);
@@ -138,13 +137,7 @@ int attention_backward(TraceWriter& w, int rank, const Communicators& c, int lay
   if (sp) node = gemm_with_tp(w, rank, c, layer, {"proj.dgrad", t, q, h}, Op::all_gather, true, node);
   else node = w.gemm(rank, "proj.dgrad", t, q, h, fp8, after_of(node));
   node = w.gemm(rank, "proj.wgrad", h, q, t, fp8, {node});
-  if (tr.recompute == Recompute::selective && tr.recompute_modules.core_attn) {
-    TraceNode attention = w.compute(rank, "attn.recompute", Kernel::attention_fwd);
-    attention.flops = attention_forward_flops(w, layer);
-    attention.attention_span = attention_kernel_span(w, layer);
-    attention.deps = {node};
-    node = w.add(attention);
-  }
+  node = attention_recompute(w, rank, layer, node);
   node = attention_with_cp(w, rank, c, layer, true, node);
   node = gemm_with_tp(w, rank, c, layer, {"qkv.dgrad", t, h, qkv, true}, reduce, false, node);
   if (sp) node = gemm_with_tp(w, rank, c, layer, {"qkv.wgrad", qkv, h, t, true}, Op::all_gather, true, node);

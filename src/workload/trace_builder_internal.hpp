@@ -133,6 +133,9 @@ int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, int layer, co
                  bool comm_first, int after);
 /// Fused attention forward or backward with its context-parallel exchange; returns the node ending both.
 int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int layer, bool backward, int after);
+/// Selective recompute of core attention (recompute_modules core_attn): the fused attention forward runs
+/// again before its backward. Returns `after` when core attention is not recomputed.
+int attention_recompute(TraceWriter& w, int rank, int layer, int after);
 /// QKV projection (or MLA's projections) after the input all-gather.
 int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after);
 double attention_forward_flops(const TraceWriter& w, int layer);
