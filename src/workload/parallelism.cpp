@@ -204,9 +204,13 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
   }
   if (m.ffn % p.tp != 0) fail(tp_key, p.tp, "does not divide the MLP intermediate size " + std::to_string(m.ffn));
   if (m.hybrid.enabled()) validate_hybrid_parallelism(p, m, where);
-  if (p.layout.empty() && std::int64_t{p.pp} * p.vp > m.layers) {  // a layout may hold stages without layers
+  // A layout may hold stages without layers; account_for_embedding/loss_in_pipeline_split count the
+  // embedding and the loss as one layer each (Megatron-Core's split), so a stage may hold only one of them.
+  const int slots = m.layers + (p.account_for_embedding ? 1 : 0) + (p.account_for_loss ? 1 : 0);
+  if (p.layout.empty() && std::int64_t{p.pp} * p.vp > slots) {
     fail("/parallelism/pipeline_model_parallel_size", p.pp,
-         "x virtual stages " + std::to_string(p.vp) + " exceeds the model's " + std::to_string(m.layers) + " layers");
+         "x virtual stages " + std::to_string(p.vp) + " exceeds the model's " + std::to_string(m.layers) + " layers" +
+             (slots > m.layers ? " (with the embedding and loss counted: " + std::to_string(slots) + ")" : ""));
   }
   pipeline_stages(m.layers, m.mtp_layers, p, where + ": /parallelism/pipeline_model_parallel_layout");
   validate_fine_tuning(t.fine_tuning, m, where);
