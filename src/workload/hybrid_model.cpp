@@ -152,6 +152,10 @@ void read_hybrid_config(const json& config, const std::string& file, ModelSpec& 
       fail(file, "mtp_hybrid_override_pattern", shown_pattern(letters), "has MoE layers (E) but the model has no routed experts");
     }
   }
+  if (const json* repeated = find(config, "mtp_use_repeated_layer"); repeated != nullptr) {
+    if (!repeated->is_boolean()) fail(file, "mtp_use_repeated_layer", repeated->dump(), "expected true or false");
+    h.mtp_repeated = repeated->get<bool>();
+  }
   const bool any_mamba = h.count(HybridLayer::mamba) > 0 || std::count(h.mtp_layers.begin(), h.mtp_layers.end(), HybridLayer::mamba) > 0;
   if (!any_mamba) return;
   MambaShape& s = h.mamba;
@@ -195,13 +199,27 @@ void count_hybrid_parameters(const ModelSpec& m, ParameterCounts& c) {
     c.expert_per_moe_layer = m.moe.experts * mats * hy.moe_latent * m.moe.expert_ffn;
     c.moe_mlp_per_layer = c.expert_per_moe_layer + mats * h * m.moe.shared_ffn + h * m.moe.experts + 2.0 * h * hy.moe_latent;
   }
-  c.mamba_per_layer = hy.count(HybridLayer::mamba) > 0 ? mamba_layer_parameters(m) : 0.0;
+  const bool mtp_mamba = std::count(hy.mtp_layers.begin(), hy.mtp_layers.end(), HybridLayer::mamba) > 0;
+  c.mamba_per_layer = hy.count(HybridLayer::mamba) > 0 || mtp_mamba ? mamba_layer_parameters(m) : 0.0;
   c.norms = h * m.layers + h;  // one pre-norm per layer, the final norm
   c.total = c.embedding + c.output + h;
   for (int layer = 0; layer < m.layers; ++layer) c.total += hybrid_layer_parameters(m, c, layer);
   const int moe_layers = hy.count(HybridLayer::moe);
   const double inactive = m.is_moe() ? c.expert_per_moe_layer * (1.0 - static_cast<double>(m.moe.experts_per_token) / m.moe.experts) : 0.0;
   c.active = c.total - moe_layers * inactive;
+  // Multi-token prediction (Megatron MultiTokenPredictionLayer with mtp_hybrid_override_pattern): each
+  // depth holds enorm, hnorm, eh_proj (2h -> h), the layers of the MTP pattern (each letter with its
+  // pre-norm, as in the decoder) and a final norm; the embedding and output head are shared.
+  if (m.mtp_layers > 0 && !hy.mtp_layers.empty()) {
+    double per_depth = 2.0 * h * h + 3.0 * h, experts = 0;
+    for (std::size_t i = 0; i < hy.mtp_layers.size(); ++i) {
+      per_depth += hybrid_layer_parameters(m, c, m.layers + static_cast<int>(i));
+      if (hy.mtp_layers[i] == HybridLayer::moe) experts += c.expert_per_moe_layer;
+    }
+    const int copies = hy.mtp_repeated ? 1 : m.mtp_layers;  // mtp_use_repeated_layer: one set for every depth
+    c.mtp = copies * per_depth;
+    c.mtp_experts = copies * experts;
+  }
 }
 
 double hybrid_layer_parameters(const ModelSpec& m, const ParameterCounts& c, int layer) {
@@ -231,10 +249,20 @@ FlopsPerToken hybrid_training_flops_per_token(const ModelSpec& m, int seq, int v
   const double h = m.hidden;
   add_layer_flops(m, seq, m.hybrid.layers, f);
   f.logits = 3 * 2.0 * h * vocab_padded;
+  if (m.mtp_layers > 0) {  // MTP depths: their pattern's layers and one more logits each
+    const FlopsPerToken mtp = hybrid_mtp_flops_per_token(m, seq, vocab_padded, m.mtp_layers);
+    f.dense_matmul += mtp.dense_matmul;
+    f.attention += mtp.attention;
+    f.logits += mtp.logits;
+  }
   return f;
 }
 
 FlopsPerToken hybrid_mtp_flops_per_token(const ModelSpec& m, int seq, int vocab_padded, int depths) {
+  // Megatron-LM megatron/training/training.py num_floating_point_operations (hybrid branch) counts the
+  // layers of get_hybrid_layer_counts(hybrid_layer_pattern), whose MTP part ("main/mtp/mtp") is counted
+  // once per depth, and hybrid_flops' logits term 2 s h V (1 + mtp_num_layers). Unlike the transformer
+  // formula it has no term for eh_proj or the MTP norms.
   FlopsPerToken f;
   for (int d = 0; d < depths; ++d) add_layer_flops(m, seq, m.hybrid.mtp_layers, f);
   f.logits = 3 * 2.0 * m.hidden * vocab_padded * depths;

@@ -204,6 +204,11 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
   }
   if (m.ffn % p.tp != 0) fail(tp_key, p.tp, "does not divide the MLP intermediate size " + std::to_string(m.ffn));
   if (m.hybrid.enabled()) validate_hybrid_parallelism(p, m, where);
+  if (m.hybrid.enabled() && m.mtp_layers > 0 && m.hybrid.mtp_layers.empty()) {
+    const std::string key = t.mtp_num_layers >= 0 ? "/training/mtp_num_layers" : "/model/num_nextn_predict_layers";
+    fail(key, m.mtp_layers, "a hybrid model's MTP depths run the layers of its MTP pattern, and the model has none "
+                            "(give mtp_hybrid_override_pattern in its config.json, e.g. \"*E\")");
+  }
   if (p.layout.empty() && std::int64_t{p.pp} * p.vp > m.layers) {  // a layout may hold stages without layers
     fail("/parallelism/pipeline_model_parallel_size", p.pp,
          "x virtual stages " + std::to_string(p.vp) + " exceeds the model's " + std::to_string(m.layers) + " layers");

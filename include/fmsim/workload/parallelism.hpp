@@ -96,9 +96,11 @@ struct TrainingOptions {
   /// Megatron mtp_num_layers: multi-token-prediction depths; -1 = the model's (HF num_nextn_predict_layers).
   int mtp_num_layers = -1;
 
-  /// Whether layer `layer` (0-based, of `layers`) runs its GEMMs in the low precision (FP8 or FP4).
+  /// Whether layer `layer` (0-based, of `layers`) runs its GEMMs in the low precision (FP8 or FP4). A
+  /// hybrid model's MTP layers (numbered from `layers` on) run as the last decoder layer does.
   bool layer_in_fp8(int layer, int layers) const {
     if (precision == Precision::bf16) return false;
+    if (layer >= layers) layer = layers - 1;
     return !first_last_layers_bf16 || (layer >= layers_at_start_in_bf16 && layer < layers - layers_at_end_in_bf16);
   }
 };
