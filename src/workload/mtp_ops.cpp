@@ -30,7 +30,7 @@ double vocab_local(const TraceWriter& w) { return w.vocab_padded / static_cast<d
 
 int mtp_forward(TraceWriter& w, int rank, const Communicators& c, int depths, int after) {
   const double t = w.tokens, tsp = w.tokens_sp, h = w.s.model.hidden, ab = w.act_bytes, tp = w.s.parallelism.tp;
-  const bool fp8 = w.fp8(last_layer(w));
+  const bool fp8 = w.fp8(w.s.model.layers);  // eh_proj: as the last decoder layer, or BF16 (keep_mtp_spec_in_bf16)
   int node = after;
   for (int d = 0; d < depths; ++d) {
     const std::string name = "mtp" + std::to_string(d);
@@ -49,7 +49,7 @@ int mtp_forward(TraceWriter& w, int rank, const Communicators& c, int depths, in
 
 int mtp_backward(TraceWriter& w, int rank, const Communicators& c, int depths, int after) {
   const double t = w.tokens, tsp = w.tokens_sp, h = w.s.model.hidden, ab = w.act_bytes, tp = w.s.parallelism.tp;
-  const bool fp8 = w.fp8(last_layer(w));
+  const bool fp8 = w.fp8(w.s.model.layers);  // eh_proj: as the last decoder layer, or BF16 (keep_mtp_spec_in_bf16)
   int node = after;
   for (int d = depths - 1; d >= 0; --d) {
     const std::string name = "mtp" + std::to_string(d);

@@ -130,6 +130,10 @@ TrainingOptions read_training(ObjectReader& r) {
   }
   t.layers_at_start_in_bf16 = static_cast<int>(r.int_or("num_layers_at_start_in_bf16", 1, 0));
   t.layers_at_end_in_bf16 = static_cast<int>(r.int_or("num_layers_at_end_in_bf16", 1, 0));
+  if (r.has("keep_mtp_spec_in_bf16") && t.precision == Precision::bf16) {
+    r.fail("keep_mtp_spec_in_bf16", "only with precision = \"fp8\" or \"fp4\"");
+  }
+  t.keep_mtp_in_bf16 = r.bool_or("keep_mtp_spec_in_bf16", false);
   const std::string recompute = r.choice_or("recompute_granularity", {"none", "selective", "full"}, "none");
   t.recompute = recompute == "none" ? Recompute::none : recompute == "selective" ? Recompute::selective : Recompute::full;
   if (r.has("recompute_modules")) {

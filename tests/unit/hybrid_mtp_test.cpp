@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fmsim/common/error.hpp"
@@ -141,4 +142,26 @@ TEST_CASE("first_last_layers_bf16 over a hybrid pattern counts every letter as a
   for (const auto& node : build_trace(start, rank_gpu(), false).nodes) {
     if (node.rank == 0 && node.name == "mamba.in_proj") CHECK_FALSE(node.fp4);
   }
+}
+
+TEST_CASE("keep_mtp_spec_in_bf16: the MTP module's GEMMs stay in BF16 under FP4", "[hybrid][mtp][fp4]") {
+  // Megatron-Bridge's Nemotron 3 Super recipe (keep_mtp_spec_in_bf16 = True).
+  nlohmann::json training = {{"seq_length", 256}, {"precision", "fp4"}};
+  auto low_precision = [](const Scenario& s, const std::string& name) {
+    int fp4 = 0, bf16 = 0;
+    for (const auto& node : build_trace(s, rank_gpu(), false).nodes) {
+      if (node.rank == 0 && node.name == name) (node.fp4 ? fp4 : bf16) += 1;
+    }
+    return std::make_pair(fp4, bf16);
+  };
+  const Scenario plain = scenario(tiny_mtp_config(), training);
+  CHECK(low_precision(plain, "moe.fc1") == std::make_pair(3, 0));  // the decoder's E and 2 MTP depths' E
+  CHECK(low_precision(plain, "mtp0.eh_proj") == std::make_pair(1, 0));
+  training["keep_mtp_spec_in_bf16"] = true;
+  const Scenario kept = scenario(tiny_mtp_config(), training);
+  CHECK(low_precision(kept, "moe.fc1") == std::make_pair(1, 2));
+  CHECK(low_precision(kept, "mtp0.eh_proj") == std::make_pair(0, 1));
+  CHECK(estimate_memory(kept).total_bytes > estimate_memory(plain).total_bytes);  // BF16 activations kept
+  CHECK(scenario_error(tiny_mtp_config(), {{"seq_length", 256}, {"keep_mtp_spec_in_bf16", true}})
+            .find("/training/keep_mtp_spec_in_bf16") != std::string::npos);
 }
