@@ -80,7 +80,7 @@ std::string pattern_letters(const json& pattern, const std::string& file, const 
     std::string why = "letter '" + std::string(1, c) + "' at position " + std::to_string(i) +
                       " is not a layer type (expected M = Mamba-2, * = attention, - = MLP, E = MoE)";
     if (c == '|') why += "; pipeline stage boundaries go in pipeline_model_parallel_layout";
-    if (c == '/') why += "; give multi-token-prediction layers as mtp_hybrid_override_pattern";
+    if (c == '/') why += "; multi-token-prediction layers go in mtp_hybrid_override_pattern or after the main pattern (\"main/mtp/mtp\")";
     if (c == 'G') why += "; gated-delta-net layers are not modelled (docs/model.md, 'Not modelled')";
     fail(file, key, shown_pattern(letters), why);
   }
@@ -121,7 +121,36 @@ void read_hybrid_config(const json& config, const std::string& file, ModelSpec& 
     }
     return;
   }
-  const std::string letters = pattern_letters(*pattern, file, key);
+  // Megatron's unified pattern "main/mtp/mtp/...": each part after '/' is one MTP depth's layers
+  // (mamba_hybrid_layer_allocation.py parse_hybrid_pattern: every depth repeats the same pattern).
+  std::string main_part;
+  std::vector<std::string> depth_parts;
+  if (pattern->is_string() && pattern->get<std::string>().find('/') != std::string::npos) {
+    const std::string whole = pattern->get<std::string>();
+    std::size_t start = 0, slash = whole.find('/');
+    main_part = whole.substr(0, slash);
+    while (slash != std::string::npos) {
+      start = slash + 1;
+      slash = whole.find('/', start);
+      depth_parts.push_back(whole.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+    }
+    for (const std::string& part : depth_parts) {
+      if (part.empty() || part != depth_parts.front()) {
+        fail(file, key, shown_pattern(whole), "the MTP patterns after '/' must be one non-empty pattern repeated per depth "
+                                              "(Megatron's main/mtp/mtp form)");
+      }
+    }
+    if (find(config, "mtp_hybrid_override_pattern") != nullptr) {
+      fail(file, key, shown_pattern(whole), "gives MTP layers after '/' and mtp_hybrid_override_pattern too: give one");
+    }
+    const int depths = static_cast<int>(depth_parts.size());
+    if (m.mtp_layers > 0 && m.mtp_layers != depths) {
+      fail(file, key, shown_pattern(whole), "has " + std::to_string(depths) + " MTP depths after '/' but num_nextn_predict_layers / "
+                                            "mtp_num_layers is " + std::to_string(m.mtp_layers));
+    }
+    m.mtp_layers = depths;
+  }
+  const std::string letters = depth_parts.empty() ? pattern_letters(*pattern, file, key) : pattern_letters(json(main_part), file, key);
   const std::string shown = shown_pattern(letters);
   if (static_cast<int>(letters.size()) != m.layers) {
     fail(file, key, shown, "has " + std::to_string(letters.size()) + " layers but num_hidden_layers is " +
@@ -144,6 +173,13 @@ void read_hybrid_config(const json& config, const std::string& file, ModelSpec& 
     m.moe.shared_ffn = integer(config, file, "moe_shared_expert_intermediate_size", 0, 0);
   }
   h.moe_latent = integer(config, file, "moe_latent_size", 0, 0);
+  if (!depth_parts.empty()) {
+    const std::string mtp = pattern_letters(json(depth_parts.front()), file, key);
+    for (char c : mtp) h.mtp_layers.push_back(layer_of(c));
+    if (std::count(mtp.begin(), mtp.end(), 'E') > 0 && !m.is_moe()) {
+      fail(file, key, shown_pattern(mtp), "has MoE layers (E) after '/' but the model has no routed experts");
+    }
+  }
   if (const json* mtp = find(config, "mtp_hybrid_override_pattern"); mtp != nullptr) {
     const std::string letters = pattern_letters(*mtp, file, "mtp_hybrid_override_pattern");
     if (letters.empty()) fail(file, "mtp_hybrid_override_pattern", "\"\"", "expected at least one layer letter");

@@ -165,3 +165,34 @@ TEST_CASE("keep_mtp_spec_in_bf16: the MTP module's GEMMs stay in BF16 under FP4"
   CHECK(scenario_error(tiny_mtp_config(), {{"seq_length", 256}, {"keep_mtp_spec_in_bf16", true}})
             .find("/training/keep_mtp_spec_in_bf16") != std::string::npos);
 }
+
+TEST_CASE("hybrid MTP: Megatron's unified pattern main/mtp/mtp", "[hybrid][mtp]") {
+  nlohmann::json config = tiny_mtp_config();
+  config.erase("mtp_hybrid_override_pattern");
+  config.erase("num_nextn_predict_layers");
+  config["hybrid_override_pattern"] = "M*-E/*E/*E";
+  const ModelSpec unified = model_from_hf_config(config, "tiny.json");
+  const ModelSpec separate = model_from_hf_config(tiny_mtp_config(), "tiny.json");
+  CHECK(unified.layers == 4);
+  CHECK(unified.mtp_layers == 2);
+  CHECK(unified.hybrid.pattern == "M*-E");
+  CHECK(unified.hybrid.mtp_layers == separate.hybrid.mtp_layers);
+  CHECK(count_parameters(unified).mtp == count_parameters(separate).mtp);
+  CHECK(training_flops_per_token(unified, 256, 1024).total() == training_flops_per_token(separate, 256, 1024).total());
+  auto error = [](nlohmann::json c) {
+    try {
+      model_from_hf_config(c, "m.json");
+    } catch (const fmsim::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  config["hybrid_override_pattern"] = "M*-E/*E/E*";
+  CHECK(error(config).find("must be one non-empty pattern repeated per depth") != std::string::npos);
+  config["hybrid_override_pattern"] = "M*-E/*E/*E";
+  config["num_nextn_predict_layers"] = 1;
+  CHECK(error(config).find("has 2 MTP depths after '/' but num_nextn_predict_layers / mtp_num_layers is 1") != std::string::npos);
+  config.erase("num_nextn_predict_layers");
+  config["mtp_hybrid_override_pattern"] = "*E";
+  CHECK(error(config).find("and mtp_hybrid_override_pattern too") != std::string::npos);
+}
