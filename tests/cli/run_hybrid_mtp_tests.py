@@ -50,11 +50,13 @@ def trace_holds_each_depths_pattern_layers():
 @test
 def nvfp4_with_the_last_14_layers_in_bf16_runs():
     # Megatron-Bridge nemotron_3_super_bf16_with_nvfp4_mixed: NVFP4, first_last_layers_bf16, last 14 in BF16, first 0.
-    args = ["run", SUPER, "--set", "training.precision=fp4", "--set", "training.fp4_recipe=nvfp4",
-            "--set", "training.first_last_layers_bf16=true", "--set", "training.num_layers_at_start_in_bf16=0",
-            "--set", "training.num_layers_at_end_in_bf16=14"]
-    mixed = run_json(*args)
-    fp4 = run_json("run", SUPER, "--set", "training.precision=fp4", "--set", "training.fp4_recipe=nvfp4")
+    # The DGX-B200 NVFP4 row's layout: TP2 with sequence parallelism.
+    fp4_args = ["run", SUPER, "--set", "training.precision=fp4", "--unset", "training.fp8_recipe",
+                "--set", "training.fp4_recipe=nvfp4", "--set", "parallelism.tensor_model_parallel_size=2",
+                "--set", "parallelism.sequence_parallel=true"]
+    mixed = run_json(*fp4_args, "--set", "training.first_last_layers_bf16=true",
+                     "--set", "training.num_layers_at_start_in_bf16=0", "--set", "training.num_layers_at_end_in_bf16=14")
+    fp4 = run_json(*fp4_args)
     assert not mixed["oom"]
     assert mixed["step_time_s"] > fp4["step_time_s"]  # 14 of 88 layers (and the MTP layers) in BF16
     assert mixed["model_flops_per_step"] == fp4["model_flops_per_step"]
