@@ -12,6 +12,7 @@
 #include "fmsim/workload/trace_builder.hpp"
 #include "test_support.hpp"
 
+using namespace fmsim;
 using namespace fmsim::workload;
 
 namespace {
@@ -30,7 +31,7 @@ nlohmann::json tiny_mtp_config() {
 }
 
 Scenario scenario(const nlohmann::json& model, const nlohmann::json& training = {{"seq_length", 256}}) {
-  nlohmann::json doc = {{"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 1}}},
+  nlohmann::json doc = {{"cluster", {{"instance_type", "p6-b200.48xlarge"}, {"nodes", 1}}},
                         {"model", model},
                         {"parallelism", {{"expert_model_parallel_size", 2}, {"global_batch_size", 8}}},
                         {"training", training}};
@@ -46,7 +47,7 @@ std::string scenario_error(const nlohmann::json& model, const nlohmann::json& tr
   return "";
 }
 
-/// Rank i on GPU i of the one 8-GPU node.
+/// Rank i on GPU i of the one 8-GPU node (a p6-b200: FP4 needs Blackwell).
 std::vector<int> rank_gpu() {
   std::vector<int> ranks(8);
   for (int i = 0; i < 8; ++i) ranks[i] = i;
@@ -103,7 +104,7 @@ TEST_CASE("hybrid MTP: each depth runs its pattern's layers in the trace", "[hyb
   CHECK(count_nodes(with, "mamba.in_proj") == count_nodes(without, "mamba.in_proj"));  // no Mamba in "*E"
   CHECK(count_nodes(with, "mtp1.eh_proj") == count_nodes(without, "attn.fwd"));        // one per micro-batch
   // Memory: the MTP layers' parameters and activations are on the (only) stage.
-  CHECK(estimate_memory(with).total_bytes > estimate_memory(without).total_bytes);
+  CHECK(estimate_memory(with).peak.total_bytes > estimate_memory(without).peak.total_bytes);
 }
 
 TEST_CASE("hybrid MTP: depths without an MTP pattern are refused", "[hybrid][mtp]") {
@@ -161,7 +162,7 @@ TEST_CASE("keep_mtp_spec_in_bf16: the MTP module's GEMMs stay in BF16 under FP4"
   const Scenario kept = scenario(tiny_mtp_config(), training);
   CHECK(low_precision(kept, "moe.fc1") == std::make_pair(1, 2));
   CHECK(low_precision(kept, "mtp0.eh_proj") == std::make_pair(0, 1));
-  CHECK(estimate_memory(kept).total_bytes > estimate_memory(plain).total_bytes);  // BF16 activations kept
+  CHECK(estimate_memory(kept).peak.total_bytes > estimate_memory(plain).peak.total_bytes);  // BF16 activations kept
   CHECK(scenario_error(tiny_mtp_config(), {{"seq_length", 256}, {"keep_mtp_spec_in_bf16", true}})
             .find("/training/keep_mtp_spec_in_bf16") != std::string::npos);
 }
