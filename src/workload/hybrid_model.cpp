@@ -80,7 +80,7 @@ std::string pattern_letters(const json& pattern, const std::string& file, const 
     std::string why = "letter '" + std::string(1, c) + "' at position " + std::to_string(i) +
                       " is not a layer type (expected M = Mamba-2, * = attention, - = MLP, E = MoE)";
     if (c == '|') why += "; pipeline stage boundaries go in pipeline_model_parallel_layout";
-    if (c == '/') why += "; give multi-token-prediction layers as mtp_hybrid_override_pattern";
+    if (c == '/') why += "; multi-token-prediction layers go in mtp_hybrid_override_pattern or after the main pattern (\"main/mtp/mtp\")";
     if (c == 'G') why += "; gated-delta-net layers are not modelled (docs/model.md, 'Not modelled')";
     fail(file, key, shown_pattern(letters), why);
   }
@@ -121,7 +121,36 @@ void read_hybrid_config(const json& config, const std::string& file, ModelSpec& 
     }
     return;
   }
-  const std::string letters = pattern_letters(*pattern, file, key);
+  // Megatron's unified pattern "main/mtp/mtp/...": each part after '/' is one MTP depth's layers
+  // (mamba_hybrid_layer_allocation.py parse_hybrid_pattern: every depth repeats the same pattern).
+  std::string main_part;
+  std::vector<std::string> depth_parts;
+  if (pattern->is_string() && pattern->get<std::string>().find('/') != std::string::npos) {
+    const std::string whole = pattern->get<std::string>();
+    std::size_t start = 0, slash = whole.find('/');
+    main_part = whole.substr(0, slash);
+    while (slash != std::string::npos) {
+      start = slash + 1;
+      slash = whole.find('/', start);
+      depth_parts.push_back(whole.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+    }
+    for (const std::string& part : depth_parts) {
+      if (part.empty() || part != depth_parts.front()) {
+        fail(file, key, shown_pattern(whole), "the MTP patterns after '/' must be one non-empty pattern repeated per depth "
+                                              "(Megatron's main/mtp/mtp form)");
+      }
+    }
+    if (find(config, "mtp_hybrid_override_pattern") != nullptr) {
+      fail(file, key, shown_pattern(whole), "gives MTP layers after '/' and mtp_hybrid_override_pattern too: give one");
+    }
+    const int depths = static_cast<int>(depth_parts.size());
+    if (m.mtp_layers > 0 && m.mtp_layers != depths) {
+      fail(file, key, shown_pattern(whole), "has " + std::to_string(depths) + " MTP depths after '/' but num_nextn_predict_layers / "
+                                            "mtp_num_layers is " + std::to_string(m.mtp_layers));
+    }
+    m.mtp_layers = depths;
+  }
+  const std::string letters = depth_parts.empty() ? pattern_letters(*pattern, file, key) : pattern_letters(json(main_part), file, key);
   const std::string shown = shown_pattern(letters);
   if (static_cast<int>(letters.size()) != m.layers) {
     fail(file, key, shown, "has " + std::to_string(letters.size()) + " layers but num_hidden_layers is " +
@@ -144,6 +173,13 @@ void read_hybrid_config(const json& config, const std::string& file, ModelSpec& 
     m.moe.shared_ffn = integer(config, file, "moe_shared_expert_intermediate_size", 0, 0);
   }
   h.moe_latent = integer(config, file, "moe_latent_size", 0, 0);
+  if (!depth_parts.empty()) {
+    const std::string mtp = pattern_letters(json(depth_parts.front()), file, key);
+    for (char c : mtp) h.mtp_layers.push_back(layer_of(c));
+    if (std::count(mtp.begin(), mtp.end(), 'E') > 0 && !m.is_moe()) {
+      fail(file, key, shown_pattern(mtp), "has MoE layers (E) after '/' but the model has no routed experts");
+    }
+  }
   if (const json* mtp = find(config, "mtp_hybrid_override_pattern"); mtp != nullptr) {
     const std::string letters = pattern_letters(*mtp, file, "mtp_hybrid_override_pattern");
     if (letters.empty()) fail(file, "mtp_hybrid_override_pattern", "\"\"", "expected at least one layer letter");
@@ -151,6 +187,10 @@ void read_hybrid_config(const json& config, const std::string& file, ModelSpec& 
     if (std::count(letters.begin(), letters.end(), 'E') > 0 && !m.is_moe()) {
       fail(file, "mtp_hybrid_override_pattern", shown_pattern(letters), "has MoE layers (E) but the model has no routed experts");
     }
+  }
+  if (const json* repeated = find(config, "mtp_use_repeated_layer"); repeated != nullptr) {
+    if (!repeated->is_boolean()) fail(file, "mtp_use_repeated_layer", repeated->dump(), "expected true or false");
+    h.mtp_repeated = repeated->get<bool>();
   }
   const bool any_mamba = h.count(HybridLayer::mamba) > 0 || std::count(h.mtp_layers.begin(), h.mtp_layers.end(), HybridLayer::mamba) > 0;
   if (!any_mamba) return;
@@ -195,13 +235,27 @@ void count_hybrid_parameters(const ModelSpec& m, ParameterCounts& c) {
     c.expert_per_moe_layer = m.moe.experts * mats * hy.moe_latent * m.moe.expert_ffn;
     c.moe_mlp_per_layer = c.expert_per_moe_layer + mats * h * m.moe.shared_ffn + h * m.moe.experts + 2.0 * h * hy.moe_latent;
   }
-  c.mamba_per_layer = hy.count(HybridLayer::mamba) > 0 ? mamba_layer_parameters(m) : 0.0;
+  const bool mtp_mamba = std::count(hy.mtp_layers.begin(), hy.mtp_layers.end(), HybridLayer::mamba) > 0;
+  c.mamba_per_layer = hy.count(HybridLayer::mamba) > 0 || mtp_mamba ? mamba_layer_parameters(m) : 0.0;
   c.norms = h * m.layers + h;  // one pre-norm per layer, the final norm
   c.total = c.embedding + c.output + h;
   for (int layer = 0; layer < m.layers; ++layer) c.total += hybrid_layer_parameters(m, c, layer);
   const int moe_layers = hy.count(HybridLayer::moe);
   const double inactive = m.is_moe() ? c.expert_per_moe_layer * (1.0 - static_cast<double>(m.moe.experts_per_token) / m.moe.experts) : 0.0;
   c.active = c.total - moe_layers * inactive;
+  // Multi-token prediction (Megatron MultiTokenPredictionLayer with mtp_hybrid_override_pattern): each
+  // depth holds enorm, hnorm, eh_proj (2h -> h), the layers of the MTP pattern (each letter with its
+  // pre-norm, as in the decoder) and a final norm; the embedding and output head are shared.
+  if (m.mtp_layers > 0 && !hy.mtp_layers.empty()) {
+    double per_depth = 2.0 * h * h + 3.0 * h, experts = 0;
+    for (std::size_t i = 0; i < hy.mtp_layers.size(); ++i) {
+      per_depth += hybrid_layer_parameters(m, c, m.layers + static_cast<int>(i));
+      if (hy.mtp_layers[i] == HybridLayer::moe) experts += c.expert_per_moe_layer;
+    }
+    const int copies = hy.mtp_repeated ? 1 : m.mtp_layers;  // mtp_use_repeated_layer: one set for every depth
+    c.mtp = copies * per_depth;
+    c.mtp_experts = copies * experts;
+  }
 }
 
 double hybrid_layer_parameters(const ModelSpec& m, const ParameterCounts& c, int layer) {
@@ -231,10 +285,20 @@ FlopsPerToken hybrid_training_flops_per_token(const ModelSpec& m, int seq, int v
   const double h = m.hidden;
   add_layer_flops(m, seq, m.hybrid.layers, f);
   f.logits = 3 * 2.0 * h * vocab_padded;
+  if (m.mtp_layers > 0) {  // MTP depths: their pattern's layers and one more logits each
+    const FlopsPerToken mtp = hybrid_mtp_flops_per_token(m, seq, vocab_padded, m.mtp_layers);
+    f.dense_matmul += mtp.dense_matmul;
+    f.attention += mtp.attention;
+    f.logits += mtp.logits;
+  }
   return f;
 }
 
 FlopsPerToken hybrid_mtp_flops_per_token(const ModelSpec& m, int seq, int vocab_padded, int depths) {
+  // Megatron-LM megatron/training/training.py num_floating_point_operations (hybrid branch) counts the
+  // layers of get_hybrid_layer_counts(hybrid_layer_pattern), whose MTP part ("main/mtp/mtp") is counted
+  // once per depth, and hybrid_flops' logits term 2 s h V (1 + mtp_num_layers). Unlike the transformer
+  // formula it has no term for eh_proj or the MTP norms.
   FlopsPerToken f;
   for (int d = 0; d < depths; ++d) add_layer_flops(m, seq, m.hybrid.mtp_layers, f);
   f.logits = 3 * 2.0 * m.hidden * vocab_padded * depths;

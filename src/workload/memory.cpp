@@ -104,7 +104,13 @@ MemoryReport estimate_memory(const Scenario& s) {
         dense += (counts.mtp - counts.mtp_experts) / p.tp + (stage != 0 ? vocab_h : 0.0) + (stage != p.pp * p.vp - 1 ? vocab_h : 0.0);
         expert += counts.mtp_experts / (p.ep * p.etp);
         const double sp = p.sequence_parallel ? p.tp : 1;
-        chunk_activation[chunk] += depths * (activation_bytes_per_layer(s, m.layers - 1) + 2.0 * tokens * 2.0 * m.hidden +
+        double depth_layers = 0;  // a hybrid model's MTP pattern (numbered after the decoder), else the last layer
+        if (m.hybrid.enabled() && !m.hybrid.mtp_layers.empty()) {
+          for (std::size_t i = 0; i < m.hybrid.mtp_layers.size(); ++i) depth_layers += activation_bytes_per_layer(s, m.layers + static_cast<int>(i));
+        } else {
+          depth_layers = activation_bytes_per_layer(s, m.layers - 1);
+        }
+        chunk_activation[chunk] += depths * (depth_layers + 2.0 * tokens * 2.0 * m.hidden +
                                              3 * 2.0 * tokens * m.hidden / sp + 4.0 * tokens * padded_vocab(m.vocab, p.tp) / p.tp);
       }
       if (stage == 0) {

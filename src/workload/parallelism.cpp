@@ -130,6 +130,10 @@ TrainingOptions read_training(ObjectReader& r) {
   }
   t.layers_at_start_in_bf16 = static_cast<int>(r.int_or("num_layers_at_start_in_bf16", 1, 0));
   t.layers_at_end_in_bf16 = static_cast<int>(r.int_or("num_layers_at_end_in_bf16", 1, 0));
+  if (r.has("keep_mtp_spec_in_bf16") && t.precision == Precision::bf16) {
+    r.fail("keep_mtp_spec_in_bf16", "only with precision = \"fp8\" or \"fp4\"");
+  }
+  t.keep_mtp_in_bf16 = r.bool_or("keep_mtp_spec_in_bf16", false);
   const std::string recompute = r.choice_or("recompute_granularity", {"none", "selective", "full"}, "none");
   t.recompute = recompute == "none" ? Recompute::none : recompute == "selective" ? Recompute::selective : Recompute::full;
   if (r.has("recompute_modules")) {
@@ -204,6 +208,11 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
   }
   if (m.ffn % p.tp != 0) fail(tp_key, p.tp, "does not divide the MLP intermediate size " + std::to_string(m.ffn));
   if (m.hybrid.enabled()) validate_hybrid_parallelism(p, m, where);
+  if (m.hybrid.enabled() && m.mtp_layers > 0 && m.hybrid.mtp_layers.empty()) {
+    const std::string key = t.mtp_num_layers >= 0 ? "/training/mtp_num_layers" : "/model/num_nextn_predict_layers";
+    fail(key, m.mtp_layers, "a hybrid model's MTP depths run the layers of its MTP pattern, and the model has none "
+                            "(give mtp_hybrid_override_pattern in its config.json, e.g. \"*E\")");
+  }
   // A layout may hold stages without layers; account_for_embedding/loss_in_pipeline_split count the
   // embedding and the loss as one layer each (Megatron-Core's split), so a stage may hold only one of them.
   const int slots = m.layers + (p.account_for_embedding ? 1 : 0) + (p.account_for_loss ? 1 : 0);

@@ -263,10 +263,16 @@ TEST_CASE("hybrid MTP pattern: layers after the decoder's, Megatron's count with
   CHECK(super.hybrid.count(HybridLayer::attention) == 8);  // the decoder's only
   // Megatron-Bridge's figure for Super at 8K with the recipe's 2 MTP depths (calibration
   // train-mbridge-26.04-pretrain-gb300, Nemotron_3_Super NVFP4: 815 TFLOP/s/GPU at 9,623 tokens/s/GPU).
+  // The preset carries the recipe's 2 depths (Nemotron3SuperProvider mtp_num_layers = 2).
+  REQUIRE(super.mtp_layers == 2);
   const int vocab = padded_vocab(super.vocab, 1);
-  const double decoder = training_flops_per_token(super, 8192, vocab).total();
+  ModelSpec decoder_only = super;
+  decoder_only.mtp_layers = 0;
+  const double total = training_flops_per_token(super, 8192, vocab).total();
+  const double decoder = training_flops_per_token(decoder_only, 8192, vocab).total();
   const double mtp = hybrid_mtp_flops_per_token(super, 8192, vocab, 2).total();
-  CHECK(decoder + mtp == Approx(815e12 / 9623).epsilon(0.002));
+  CHECK(total == Approx(815e12 / 9623).epsilon(0.002));
+  CHECK(total - decoder == Approx(mtp).epsilon(1e-12));
   CHECK(mtp == Approx(2 * (3 * (4.0 * 4096 * 4096 + 4.0 * 256 * 4096 + 2.0 * 4096 * 8192) +
                            3 * (4.0 * 1024 * 2688 * 22 + 4.0 * 4096 * 1024 + 4.0 * 4096 * 5376) + 3 * 2.0 * 4096 * vocab)));
   nlohmann::json config = tiny_config();

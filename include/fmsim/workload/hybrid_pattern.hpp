@@ -44,6 +44,9 @@ struct HybridSpec {
   /// is MTP layer i, so the MTP module can emit them with emit_layer_forward (the depth count is the
   /// model's MTP setting, num_nextn_predict_layers / mtp_num_layers).
   std::vector<HybridLayer> mtp_layers;
+  /// Megatron mtp_use_repeated_layer (config key mtp_use_repeated_layer): every depth runs the same MTP
+  /// layers, so their parameters are held once (the FLOPs are still per depth).
+  bool mtp_repeated = false;
   bool enabled() const { return !layers.empty(); }
   int count(HybridLayer kind) const;  ///< decoder layers of a kind (MTP layers not included)
   /// Kind of decoder layer `layer`, or of MTP layer layer - layers.size().

@@ -66,6 +66,9 @@ struct TrainingOptions {
   bool first_last_layers_bf16 = false;
   int layers_at_start_in_bf16 = 1;
   int layers_at_end_in_bf16 = 1;
+  /// Megatron-Bridge keep_mtp_spec_in_bf16 (the Nemotron 3 Super recipe): the MTP module's GEMMs (eh_proj,
+  /// a hybrid model's MTP layers) run in BF16 under FP8 or FP4.
+  bool keep_mtp_in_bf16 = false;
   Recompute recompute = Recompute::none;
   RecomputeModules recompute_modules;  ///< used when recompute == selective
   bool overlap_grad_reduce = true;
@@ -96,9 +99,14 @@ struct TrainingOptions {
   /// Megatron mtp_num_layers: multi-token-prediction depths; -1 = the model's (HF num_nextn_predict_layers).
   int mtp_num_layers = -1;
 
-  /// Whether layer `layer` (0-based, of `layers`) runs its GEMMs in the low precision (FP8 or FP4).
+  /// Whether layer `layer` (0-based, of `layers`) runs its GEMMs in the low precision (FP8 or FP4). A
+  /// hybrid model's MTP layers (numbered from `layers` on) run as the last decoder layer does.
   bool layer_in_fp8(int layer, int layers) const {
     if (precision == Precision::bf16) return false;
+    if (layer >= layers) {
+      if (keep_mtp_in_bf16) return false;
+      layer = layers - 1;
+    }
     return !first_last_layers_bf16 || (layer >= layers_at_start_in_bf16 && layer < layers - layers_at_end_in_bf16);
   }
 };
