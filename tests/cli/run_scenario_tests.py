@@ -45,7 +45,10 @@ def every_training_scenario_runs_and_fits():
     for name, _ in scenarios():
         out = result(name)
         assert out["oom"] is False, f"{name}: {out['hbm_peak_bytes'] / 2**30:.1f} GiB over HBM"
-        assert out["step_time_s"] > 0 and 0 < out["mfu"] < 1, f"{name}: {out['step_time_s']} s, MFU {out['mfu']}"
+        # MFU against the peak of the scenario's own precision stays below 1 (against the BF16 peak an FP4 run
+        # passes 1: FP4's dense peak is 4 to 6 times BF16's).
+        assert out["step_time_s"] > 0 and 0 < out["mfu_precision_peak"] < 1, \
+            f"{name}: {out['step_time_s']} s, MFU {out['mfu_precision_peak']} of the precision's peak"
 
 
 @test
