@@ -41,11 +41,15 @@ RECOMPUTE = {"gpt-oss-120b": ["layernorm", "moe_act"], "deepseek-v3": ["mla_up_p
 # core attention and the experts' activation).
 RECOMPUTE_BY_SYSTEM = {("nemotron-3-nano", "DGX-H100"): ["moe", "layernorm", "core_attn"],
                        ("nemotron-3-super", "DGX-GB200"): ["moe"],
-                       ("nemotron-3-super", "DGX-B200"): ["layernorm", "core_attn", "moe_act"]}
+                       ("nemotron-3-super", "DGX-B200"): ["layernorm", "core_attn", "moe_act"],
+                       ("nemotron-3-super", "DGX-B300"): ["moe_act", "layernorm"]}
 # Nemotron 3 Super's NVFP4 recipe (mixed_precision.py nemotron_3_super_bf16_with_nvfp4_mixed) keeps the last
-# 14 layers in BF16; Megatron-Core's num_layers_at_start_in_bf16 keeps its default, 1.
-NVFP4_BF16_LAYERS = {"nemotron-3-super": {"first_last_layers_bf16": True, "num_layers_at_start_in_bf16": 1,
+# 14 layers in BF16; Megatron-Bridge's MixedPrecisionConfig sets num_layers_at_start_in_bf16 to 0 (its
+# default, written over Megatron-Core's 1). The Super recipe keeps its MTP layers in BF16
+# (nemotron_3_super.py: keep_mtp_spec_in_bf16=True), under MXFP8 as under NVFP4.
+NVFP4_BF16_LAYERS = {"nemotron-3-super": {"first_last_layers_bf16": True, "num_layers_at_start_in_bf16": 0,
                                           "num_layers_at_end_in_bf16": 14}}
+MTP_IN_BF16 = {"nemotron-3-super"}
 
 # Token dispatcher where it is not alltoall (DeepSeek-V3: DeepEP / HybridEP, moe_flex_dispatcher_backend in
 # the base config).
@@ -99,6 +103,8 @@ def recipe_settings(model, pp, vp, ep, system="DGX-H100", precision="FP8"):
     par, training = {}, {}
     if precision == "NVFP4":
         training.update(NVFP4_BF16_LAYERS.get(model, {}))
+    if model in MTP_IN_BF16 and precision != "BF16":
+        training["keep_mtp_spec_in_bf16"] = True
     if pp * vp > 1 and LAYOUT_STAGES.get(model, pp * vp) == pp * vp:
         par.update(LAYOUTS.get(model, {}))
     if model == "deepseek-v3" and (pp, vp) in DEEPSEEK_LAYOUTS:
