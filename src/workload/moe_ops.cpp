@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "fmsim/workload/moe_host.hpp"
+#include "moe_host_internal.hpp"
 #include "trace_builder_internal.hpp"
 
 namespace fmsim::workload::detail {
@@ -76,12 +76,7 @@ int host_issue(TraceWriter& w, int rank, int layer, fmsim::workload::MoeStep ste
   return host_issue(w, rank, name, ops);
 }
 
-/// `node` (the step's last GPU node) also waits for the host's issue of the step.
-int gated_by_host(TraceWriter& w, int node, int host) {
-  auto& deps = w.trace.nodes[node].deps;
-  if (node != host && std::find(deps.begin(), deps.end(), host) == deps.end()) deps.push_back(host);
-  return node;
-}
+int gated_by_host(TraceWriter& w, int node, int host) { return gate_on_host(w, node, host); }
 
 /// The dispatcher's device-to-host sync in a forward pass: the host waits for `gpu_node` (the kernels
 /// that counted the tokens per expert), then for the copy.
@@ -175,7 +170,7 @@ int moe_route(TraceWriter& w, int rank, int layer, bool backward, int after) {
   if (!backward) node = w.gemm(rank, "moe.router", s.tokens_in, w.s.model.moe.experts, w.s.model.hidden, false, after_of(node));
   // DeepEP / HybridEP take the tokens unpermuted
   if (!flex(w)) node = w.memory(rank, backward ? "moe.permute.bwd" : "moe.permute", (backward ? 4 : 2) * s.routed_bytes, after_of(node));
-  if (node > host) gated_by_host(w, node, host);
+  gated_by_host(w, node, host);
   if (!backward && overlapped_shared_expert(w)) moe_shared_expert(w, rank, layer, true, false, node);  // beside the dispatch
   return node;
 }
@@ -192,7 +187,7 @@ int moe_a2a_to_experts(TraceWriter& w, int rank, const Communicators& c, bool ba
   if (etp > 1) {
     node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::all_gather, s.routed_bytes * etp, "moe.etp_ag", after_of(node));
   }
-  if (node > host) gated_by_host(w, node, host);
+  gated_by_host(w, node, host);
   // DeepEP's dispatch hands the received counts per expert to the host, which waits for them.
   if (!backward && syncs_host(w) && flex(w)) host_sync(w, rank, node);
   return node;
@@ -221,7 +216,7 @@ int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_w
     if (!delay_wgrad) node = expert_wgrad(w, rank, layer, s, true, node);
   }
   node = reorder_by_expert(w, rank, s, false, backward, node);
-  if (node > host) gated_by_host(w, node, host);
+  gated_by_host(w, node, host);
   if (m.moe.shared_ffn <= 0) return node;
   if (!tr.moe_shared_expert_overlap) {  // after the routed experts: FC1 then FC2, backward FC2 then FC1
     return moe_shared_expert(w, rank, layer, backward, backward, moe_shared_expert(w, rank, layer, !backward, backward, node));
@@ -264,7 +259,7 @@ int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool 
   }
   node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s),
                       backward ? "moe.dispatch.bwd" : "moe.combine", after_of(node));
-  if (node > host) gated_by_host(w, node, host);
+  gated_by_host(w, node, host);
   return node;
 }
 
@@ -281,8 +276,24 @@ int moe_unpermute(TraceWriter& w, int rank, int layer, bool backward, int after)
   const int host = host_issue(w, rank, layer, MoeStep::unpermute, backward, backward ? "host.moe.unpermute.bwd" : "host.moe.unpermute");
   int node = after;  // flex: the combine kernel sums each token's expert outputs
   if (!flex(w)) node = w.memory(rank, backward ? "moe.unpermute.bwd" : "moe.unpermute", (backward ? 4 : 2) * s.routed_bytes, after_of(node));
-  if (node > host) gated_by_host(w, node, host);
+  gated_by_host(w, node, host);
   if (backward && overlapped_shared_expert(w)) moe_shared_expert(w, rank, layer, false, true, node);  // beside the combine's gradient
+  return node;
+}
+
+int host_issue_node(TraceWriter& w, int rank, const char* name, double seconds) {
+  TraceNode node = w.compute(rank, name, Kernel::memory);
+  node.stream = "host";
+  node.duration_s = seconds;
+  return w.add(std::move(node));
+}
+
+/// `node` (a step's last GPU node) also waits for the host's issue of the step. Only nodes added after
+/// the host node: an earlier one may be what the host node waits for (a sync).
+int gate_on_host(TraceWriter& w, int node, int host) {
+  if (node <= host) return node;
+  auto& deps = w.trace.nodes[node].deps;
+  if (std::find(deps.begin(), deps.end(), host) == deps.end()) deps.push_back(host);
   return node;
 }
 
@@ -304,14 +315,22 @@ MoeHostOps moe_host_ops(MoeStep step, bool backward, MoeDispatcher dispatcher, i
       break;
     case MoeStep::dispatch: ops.eager_ops = backward ? 1 : (fused_dispatch ? 1 : 2); break;  // tokens (+ probs)
     case MoeStep::experts:
-      // Two TEGroupedLinear (split, quantise, grouped GEMM; 4 backward), the activation, the reorder by
-      // local expert and back (sort_chunks_by_idxs or the flex permute).
-      ops.eager_ops = (backward ? 2 * 4 + 1 : 2 * 3 + 1) + (fused_dispatch || local_experts > 1 ? 2 : 0);
+      // Two TEGroupedLinear calls, the activation, the reorder by local expert and back
+      // (sort_chunks_by_idxs or the flex permute).
+      ops.te_modules = 2;
+      ops.eager_ops = 1 + (fused_dispatch || local_experts > 1 ? 2 : 0);
       ops.expert_launches = e * ((backward ? 4 : 2) + (low_precision ? 2 : 0));
       break;
     case MoeStep::combine: ops.eager_ops = backward ? (fused_dispatch ? 1 : 2) : 1; break;
     case MoeStep::unpermute: ops.eager_ops = fused_dispatch ? 0 : 1; break;
   }
+  return ops;
+}
+
+MoeHostOps attention_host_ops() {
+  MoeHostOps ops;
+  ops.te_modules = 3;
+  ops.eager_ops = 3;
   return ops;
 }
 

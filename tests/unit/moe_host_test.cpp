@@ -47,12 +47,17 @@ Run simulate(const Scenario& s, bool host_time) {
 }  // namespace
 
 TEST_CASE("MoE host op counts: closed forms", "[workload][moe]") {
-  // Experts forward, alltoall, 16 local experts, FP8: two grouped linears (3 ops each), the activation,
-  // the sort by expert and back; per expert FC1 and FC2 GEMMs and their input quantisations.
+  // Experts forward, alltoall, 16 local experts, FP8: two TE grouped linears, the activation, the sort
+  // by expert and back; per expert FC1 and FC2 GEMMs and their input quantisations.
   const auto fwd = moe_host_ops(MoeStep::experts, false, MoeDispatcher::alltoall, 16, true);
-  CHECK(fwd.eager_ops == 9);
+  CHECK(fwd.te_modules == 2);
+  CHECK(fwd.eager_ops == 3);
   CHECK(fwd.expert_launches == 16 * 4);
-  CHECK(fwd.seconds() == Approx(9 * kEagerOpHost_s + 64 * kExpertGemmLaunchHost_s));
+  CHECK(fwd.seconds() == Approx(2 * kTeModuleHost_s + 3 * kEagerOpHost_s + 64 * kExpertGemmLaunchHost_s));
+  // One local expert: no reorder by expert with the alltoall dispatcher.
+  CHECK(moe_host_ops(MoeStep::experts, false, MoeDispatcher::alltoall, 1, false).eager_ops == 1);
+  // A MoE layer's attention: three TE modules and three eager ops.
+  CHECK(attention_host_ops().seconds() == Approx(3 * kTeModuleHost_s + 3 * kEagerOpHost_s));
   // Backward: dgrad and wgrad per expert and GEMM, one gradient quantisation each.
   CHECK(moe_host_ops(MoeStep::experts, true, MoeDispatcher::alltoall, 16, true).expert_launches == 16 * 6);
   CHECK(moe_host_ops(MoeStep::experts, true, MoeDispatcher::alltoall, 16, false).expert_launches == 16 * 4);

@@ -19,6 +19,13 @@ inline constexpr double kEagerOpHost_s = 10e-6;
 /// experts in C++ and issues one cuBLASLt GEMM per expert (te_general_grouped_gemm): the backend and
 /// driver layers of the op above, without Python, dispatcher or autograd (1-5 us + 1-3 us).
 inline constexpr double kExpertGemmLaunchHost_s = 4e-6;
+/// Host time of one call of a Transformer Engine module (Linear, LayerNormLinear, GroupedLinear,
+/// DotProductAttention) through Megatron's wrapper: its Python (recipe state, quantizers, checks) beside
+/// the kernels it launches. TransformerEngine pull request #1191 measured Megatron-Core's
+/// TEColumnParallelLinear at 140 us per forward, 115 us after that pull request (BF16, TP1, x86 host);
+/// Grace hosts take longer still (TransformerEngine issue #2053: te.Linear 90-100 us of CPU per forward
+/// on GH200/GB200). Backward (the module's autograd function) is taken to cost the same.
+inline constexpr double kTeModuleHost_s = 115e-6;
 /// The dispatcher's device-to-host copy of the split sizes and the stream synchronisation that waits
 /// for it (tokens_per_expert .to("cpu") then cuda_sync_point "before_ep_alltoall"): a PCIe/C2C round
 /// trip plus waking the blocked host thread and its next launch reaching the GPU, about 10-20 us
@@ -32,8 +39,9 @@ enum class MoeStep { route, dispatch, experts, combine, unpermute };
 /// and quantisation launches inside the grouped GEMMs (each kExpertGemmLaunchHost_s).
 struct MoeHostOps {
   double eager_ops = 0;
+  double te_modules = 0;  ///< Transformer Engine module calls (each kTeModuleHost_s)
   double expert_launches = 0;
-  double seconds() const { return eager_ops * kEagerOpHost_s + expert_launches * kExpertGemmLaunchHost_s; }
+  double seconds() const { return eager_ops * kEagerOpHost_s + te_modules * kTeModuleHost_s + expert_launches * kExpertGemmLaunchHost_s; }
 };
 
 /// Megatron-Core's op counts per step with the router and permutation fusions of the Megatron-Bridge MoE
@@ -41,10 +49,16 @@ struct MoeHostOps {
 /// route forward: gate GEMM, fused top-k with score function, aux-loss scores, tokens per expert, aux
 /// loss, routing-map sum, EP all-gather of the counts, two split sums, two copies to the host, fused
 /// permute (row-id map and permute); the flex dispatcher (DeepEP/HybridEP) permutes after its dispatch
-/// and computes its layout instead. Each TEGroupedLinear issues its split, quantisation and grouped GEMM
-/// (three ops, four backward) and per local expert one GEMM forward, two backward (dgrad, wgrad), plus
-/// with FP8 one quantisation per expert forward and one backward.
+/// and computes its layout instead. The experts are two TEGroupedLinear calls (FC1, FC2: one TE module
+/// each, forward and backward), the activation and the reorder by local expert and back; inside the
+/// grouped GEMMs per local expert one GEMM forward, two backward (dgrad, wgrad), plus with FP8 one
+/// quantisation per expert forward and one backward.
 MoeHostOps moe_host_ops(MoeStep step, bool backward, MoeDispatcher dispatcher, int local_experts, bool low_precision);
+
+/// The attention half of a MoE layer (not CUDA-graphed in the recipes that run the dispatcher's sync):
+/// three TE modules (LayerNormLinear QKV, DotProductAttention, Linear projection) and three eager ops
+/// (RoPE, the residual add, the pre-MLP norm), forward or backward.
+MoeHostOps attention_host_ops();
 
 /// Whether the dispatcher stops the host once per forward pass of a layer: Megatron's dropless alltoall
 /// dispatcher whenever EP > 1 or more than one local expert (cuda_sync_point "before_ep_alltoall",
