@@ -188,8 +188,9 @@ int moe_a2a_to_experts(TraceWriter& w, int rank, const Communicators& c, bool ba
     node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::all_gather, s.routed_bytes * etp, "moe.etp_ag", after_of(node));
   }
   gated_by_host(w, node, host);
-  // DeepEP's dispatch hands the received counts per expert to the host, which waits for them.
-  if (!backward && syncs_host(w) && flex(w)) host_sync(w, rank, node);
+  // DeepEP's dispatch hands the received counts per expert to the host, which waits for them; the
+  // experts' kernels follow the sync (they are issued after it).
+  if (!backward && syncs_host(w) && flex(w)) return host_sync(w, rank, node);
   return node;
 }
 
