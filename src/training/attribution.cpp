@@ -32,6 +32,8 @@ std::map<std::string, double> breakdown_of(const workload::Trace& trace, const S
   std::vector<Event> events;
   for (int id : node_ids) {
     const auto& node = trace.nodes[id];
+    // The host thread's issue work (MoE blocks, moe_host.hpp) is not GPU time: a GPU waiting on it is idle.
+    if (node.stream == "host") continue;
     const double start = r.node_start_s[node.id], end = r.node_end_s[node.id];
     if (!(end > start)) continue;
     const int cls = class_index(node.category);

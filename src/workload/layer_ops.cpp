@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "fmsim/compute/compute_model.hpp"
+#include "moe_host_internal.hpp"
 #include "trace_builder_internal.hpp"
 
 namespace fmsim::workload::detail {
@@ -190,6 +191,9 @@ LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& 
   const Op reduce = w.s.parallelism.sequence_parallel ? Op::reduce_scatter : Op::all_reduce;
   LayerPieces pieces;
   pieces.push_back({PieceRole::attention, [&w, &c, rank, layer, moe, s, t, tsp, ab, reduce](int after) {
+    // A MoE layer's attention is issued by the host like its MoE block (moe_host.hpp): after the
+    // dispatcher's sync the host is not ahead of the GPU. Dense layers' host time stays hidden.
+    const int host = moe ? host_issue_node(w, rank, "host.attention", attention_host_ops().seconds()) : -1;
     int node = w.memory(rank, "norm1", 2 * tsp * s.h * ab, after_of(after));
     node = qkv_forward(w, rank, c, layer, node);
     node = lora_forward(w, rank, c, "linear_qkv", node);
@@ -198,7 +202,7 @@ LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& 
     node = gemm_with_tp(w, rank, c, layer, {"proj", t, s.h, s.o_in}, reduce, false, node);
     node = lora_forward(w, rank, c, "linear_proj", node);
     node = w.memory(rank, "residual_norm2", 5 * tsp * s.h * ab, {node});
-    if (moe) return moe_route(w, rank, layer, false, node);
+    if (moe) return moe_route(w, rank, layer, false, gate_on_host(w, node, host));
     node = gemm_with_tp(w, rank, c, layer, {"fc1", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
     node = lora_forward(w, rank, c, "linear_fc1", node);
     node = w.memory(rank, "act", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
@@ -269,6 +273,7 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
   pieces.push_back({PieceRole::attention, [&w, &c, rank, layer, moe, fp8, s, t, tsp, ab, sp, reduce](int after) {
     const auto& tr = w.s.training;
     int node = moe ? moe_route(w, rank, layer, true, after) : after;
+    const int host = moe ? host_issue_node(w, rank, "host.attention.bwd", attention_host_ops().seconds()) : -1;
     node = w.memory(rank, "norm2.bwd", 2 * 5 * tsp * s.h * ab, after_of(node));
     node = lora_backward(w, rank, c, "linear_proj", node);
     if (sp) node = gemm_with_tp(w, rank, c, layer, {"proj.dgrad", t, s.o_in, s.h}, Op::all_gather, true, node);
@@ -282,7 +287,8 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     node = gemm_with_tp(w, rank, c, layer, {"qkv.dgrad", t, s.h, s.q + 2 * s.kv, true}, reduce, false, node);
     if (sp) node = gemm_with_tp(w, rank, c, layer, {"qkv.wgrad", s.q + 2 * s.kv, s.h, t, true}, Op::all_gather, true, node);
     else node = w.gemm(rank, "qkv.wgrad", s.q + 2 * s.kv, s.h, t, fp8, {node});
-    return w.memory(rank, "norm1.bwd", 2 * 2 * tsp * s.h * ab, {node});
+    node = w.memory(rank, "norm1.bwd", 2 * 2 * tsp * s.h * ab, {node});
+    return moe ? gate_on_host(w, node, host) : node;
   }});
   return pieces;
 }

@@ -3,8 +3,10 @@
 // (ETP reduce-scatter, then) all-to-all back, unpermutation. Backward runs the same steps in reverse.
 // The flex dispatcher (DeepEP, HybridEP) sends the unpermuted tokens, permutes them by expert after the
 // dispatch and back before the combine, and sums each token's expert outputs inside the combine.
+#include <algorithm>
 #include <set>
 
+#include "moe_host_internal.hpp"
 #include "trace_builder_internal.hpp"
 
 namespace fmsim::workload::detail {
@@ -56,6 +58,40 @@ int expert_wgrad(TraceWriter& w, int rank, int layer, const MoeShape& s, bool fc
 
 bool flex(const TraceWriter& w) { return w.s.training.moe_dispatcher == MoeDispatcher::flex; }
 bool overlapped_shared_expert(const TraceWriter& w) { return w.s.training.moe_shared_expert_overlap && w.s.model.moe.shared_ffn > 0; }
+
+/// The host thread's issue of one MoE step (moe_host.hpp): a node on the rank's "host" stream that takes
+/// the step's host time, after the host's previous work (stream order) and `deps`. The step's last GPU
+/// node waits for it: the GPU cannot finish a step before the host has issued all of its kernels.
+int host_issue(TraceWriter& w, int rank, const char* name, const fmsim::workload::MoeHostOps& ops, std::vector<int> deps = {}) {
+  TraceNode node = w.compute(rank, name, Kernel::memory);
+  node.stream = "host";
+  node.duration_s = ops.seconds();
+  node.deps = std::move(deps);
+  return w.add(std::move(node));
+}
+
+int host_issue(TraceWriter& w, int rank, int layer, fmsim::workload::MoeStep step, bool backward, const char* name) {
+  const auto& p = w.s.parallelism;
+  const auto ops = fmsim::workload::moe_host_ops(step, backward, w.s.training.moe_dispatcher, w.s.model.moe.experts / p.ep, w.fp8(layer));
+  return host_issue(w, rank, name, ops);
+}
+
+int gated_by_host(TraceWriter& w, int node, int host) { return gate_on_host(w, node, host); }
+
+/// The dispatcher's device-to-host sync in a forward pass: the host waits for `gpu_node` (the kernels
+/// that counted the tokens per expert), then for the copy.
+int host_sync(TraceWriter& w, int rank, int gpu_node) {
+  TraceNode node = w.compute(rank, "moe.d2h_sync", Kernel::memory);
+  node.stream = "host";
+  node.duration_s = fmsim::workload::kMoeD2hSync_s;
+  node.deps = {gpu_node};
+  return w.add(std::move(node));
+}
+
+bool syncs_host(const TraceWriter& w) {
+  const auto& p = w.s.parallelism;
+  return fmsim::workload::moe_dispatch_syncs_host(w.s.training.moe_dispatcher, p.ep, w.s.model.moe.experts / p.ep);
+}
 
 /// Megatron's alltoall dispatcher receives rows grouped by source rank, then local expert, and with
 /// more than one local expert reorders them by local expert for the grouped GEMM (sort_chunks_by_idxs
@@ -129,10 +165,12 @@ double dispatch_bytes(const TraceWriter& w, const Communicators& c, const MoeSha
 
 int moe_route(TraceWriter& w, int rank, int layer, bool backward, int after) {
   const MoeShape s = moe_shape(w);
+  const int host = host_issue(w, rank, layer, MoeStep::route, backward, backward ? "host.moe.route.bwd" : "host.moe.route");
   int node = after;
   if (!backward) node = w.gemm(rank, "moe.router", s.tokens_in, w.s.model.moe.experts, w.s.model.hidden, false, after_of(node));
   // DeepEP / HybridEP take the tokens unpermuted
   if (!flex(w)) node = w.memory(rank, backward ? "moe.permute.bwd" : "moe.permute", (backward ? 4 : 2) * s.routed_bytes, after_of(node));
+  gated_by_host(w, node, host);
   if (!backward && overlapped_shared_expert(w)) moe_shared_expert(w, rank, layer, true, false, node);  // beside the dispatch
   return node;
 }
@@ -140,11 +178,19 @@ int moe_route(TraceWriter& w, int rank, int layer, bool backward, int after) {
 int moe_a2a_to_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after) {
   const MoeShape s = moe_shape(w);
   const int etp = w.s.parallelism.etp;
+  // The alltoall dispatcher's split sizes reach the host before the all-to-all is issued.
+  const bool sync_before = !backward && syncs_host(w) && !flex(w);
+  if (sync_before) host_sync(w, rank, after);
+  const int host = host_issue(w, rank, 0, MoeStep::dispatch, backward, backward ? "host.moe.combine.bwd" : "host.moe.dispatch");
   int node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s),
                           backward ? "moe.combine.bwd" : "moe.dispatch", after_of(after));
   if (etp > 1) {
     node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::all_gather, s.routed_bytes * etp, "moe.etp_ag", after_of(node));
   }
+  gated_by_host(w, node, host);
+  // DeepEP's dispatch hands the received counts per expert to the host, which waits for them; the
+  // experts' kernels follow the sync (they are issued after it).
+  if (!backward && syncs_host(w) && flex(w)) return host_sync(w, rank, node);
   return node;
 }
 
@@ -156,6 +202,7 @@ int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_w
   const double rows = s.rows_per_expert, h = expert_width(m);
   const int e = s.local_experts;
   const double act_bytes = (s.gated + 1) * rows * e * s.fc2_k * w.act_bytes;
+  const int host = host_issue(w, rank, layer, MoeStep::experts, backward, backward ? "host.moe.experts.bwd" : "host.moe.experts");
   int node = reorder_by_expert(w, rank, s, true, backward, after);
   if (!backward) {
     node = w.gemm(rank, "moe.fc1", rows, s.fc1_n, h, fp8, after_of(node), e);
@@ -170,6 +217,7 @@ int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_w
     if (!delay_wgrad) node = expert_wgrad(w, rank, layer, s, true, node);
   }
   node = reorder_by_expert(w, rank, s, false, backward, node);
+  gated_by_host(w, node, host);
   if (m.moe.shared_ffn <= 0) return node;
   if (!tr.moe_shared_expert_overlap) {  // after the routed experts: FC1 then FC2, backward FC2 then FC1
     return moe_shared_expert(w, rank, layer, backward, backward, moe_shared_expert(w, rank, layer, !backward, backward, node));
@@ -205,12 +253,15 @@ int moe_expert_wgrad(TraceWriter& w, int rank, int layer, int after) {
 int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool backward, int after) {
   const MoeShape s = moe_shape(w);
   const int etp = w.s.parallelism.etp;
+  const int host = host_issue(w, rank, 0, MoeStep::combine, backward, backward ? "host.moe.dispatch.bwd" : "host.moe.combine");
   int node = after;
   if (etp > 1) {
     node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::reduce_scatter, s.routed_bytes * etp, "moe.etp_rs", after_of(node));
   }
-  return w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s),
+  node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s),
                       backward ? "moe.dispatch.bwd" : "moe.combine", after_of(node));
+  gated_by_host(w, node, host);
+  return node;
 }
 
 int moe_forward_again(TraceWriter& w, int rank, const Communicators& c, int layer, int after) {
@@ -223,10 +274,70 @@ int moe_forward_again(TraceWriter& w, int rank, const Communicators& c, int laye
 
 int moe_unpermute(TraceWriter& w, int rank, int layer, bool backward, int after) {
   const MoeShape s = moe_shape(w);
+  const int host = host_issue(w, rank, layer, MoeStep::unpermute, backward, backward ? "host.moe.unpermute.bwd" : "host.moe.unpermute");
   int node = after;  // flex: the combine kernel sums each token's expert outputs
   if (!flex(w)) node = w.memory(rank, backward ? "moe.unpermute.bwd" : "moe.unpermute", (backward ? 4 : 2) * s.routed_bytes, after_of(node));
+  gated_by_host(w, node, host);
   if (backward && overlapped_shared_expert(w)) moe_shared_expert(w, rank, layer, false, true, node);  // beside the combine's gradient
   return node;
 }
 
+int host_issue_node(TraceWriter& w, int rank, const char* name, double seconds) {
+  TraceNode node = w.compute(rank, name, Kernel::memory);
+  node.stream = "host";
+  node.duration_s = seconds;
+  return w.add(std::move(node));
+}
+
+/// `node` (a step's last GPU node) also waits for the host's issue of the step. Only nodes added after
+/// the host node: an earlier one may be what the host node waits for (a sync).
+int gate_on_host(TraceWriter& w, int node, int host) {
+  if (node <= host) return node;
+  auto& deps = w.trace.nodes[node].deps;
+  if (std::find(deps.begin(), deps.end(), host) == deps.end()) deps.push_back(host);
+  return node;
+}
+
 }  // namespace fmsim::workload::detail
+
+namespace fmsim::workload {
+
+MoeHostOps moe_host_ops(MoeStep step, bool backward, MoeDispatcher dispatcher, int local_experts, bool low_precision) {
+  const bool fused_dispatch = dispatcher == MoeDispatcher::flex;
+  const double e = local_experts;
+  MoeHostOps ops;
+  switch (step) {
+    case MoeStep::route:
+      // Forward: gate GEMM, fused top-k + score, aux-loss scores, tokens per expert, aux loss, routing-map
+      // sum, EP all-gather of the counts, two split sums, two host copies, then (alltoall) the fused
+      // permute's row-id map and permute; flex: DeepEP's dispatch layout instead. Backward: permute
+      // backward, aux-loss backward (2), top-k backward, gate dgrad and wgrad.
+      ops.eager_ops = backward ? (fused_dispatch ? 5 : 6) : (fused_dispatch ? 11 : 14);
+      break;
+    case MoeStep::dispatch: ops.eager_ops = backward ? 1 : (fused_dispatch ? 1 : 2); break;  // tokens (+ probs)
+    case MoeStep::experts:
+      // Two TEGroupedLinear calls, the activation, the reorder by local expert and back
+      // (sort_chunks_by_idxs or the flex permute).
+      ops.te_modules = 2;
+      ops.eager_ops = 1 + (fused_dispatch || local_experts > 1 ? 2 : 0);
+      ops.expert_launches = e * ((backward ? 4 : 2) + (low_precision ? 2 : 0));
+      break;
+    case MoeStep::combine: ops.eager_ops = backward ? (fused_dispatch ? 1 : 2) : 1; break;
+    case MoeStep::unpermute: ops.eager_ops = fused_dispatch ? 0 : 1; break;
+  }
+  return ops;
+}
+
+MoeHostOps attention_host_ops() {
+  MoeHostOps ops;
+  ops.te_modules = 3;
+  ops.eager_ops = 3;
+  return ops;
+}
+
+bool moe_dispatch_syncs_host(MoeDispatcher dispatcher, int ep, int local_experts) {
+  if (dispatcher == MoeDispatcher::flex) return ep > 1;
+  return ep > 1 || local_experts > 1;
+}
+
+}  // namespace fmsim::workload

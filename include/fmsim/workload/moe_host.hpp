@@ -1,0 +1,69 @@
+#pragma once
+// The host (CPU) side of a MoE block as Megatron-Core runs it: the block runs eagerly (no CUDA graph
+// covers the dropless experts, whose row counts change every step), so one CPU thread issues every
+// kernel of it, op by op, and the dropless alltoall dispatcher stops that thread once per layer and
+// forward pass until the GPU has counted the tokens per expert (a device-to-host copy: the all-to-all's
+// split sizes must be known on the host). After that sync the GPU runs no further ahead than the host
+// issues, so a block whose kernels are short (micro-batch 1, small experts, many local experts) is
+// paced by its host time rather than its GPU time. docs/model.md "MoE host issue path".
+#include "fmsim/workload/parallelism.hpp"
+
+namespace fmsim::workload {
+
+/// Host time of one eager PyTorch op that launches a kernel: Python, the ATen dispatcher, autograd
+/// bookkeeping and cudaLaunchKernel, 5-25 us per op on current CPUs (jiahuanglin.xyz "From PyTorch op to
+/// kernel launch": ~1 us Python, ~1 us pybind, 1-3 us autograd, 1-2 us dispatcher, 1-5 us backend,
+/// 1-3 us cudaLaunchKernel); the low-middle of that range.
+inline constexpr double kEagerOpHost_s = 10e-6;
+/// Host time of one GEMM launch inside Transformer Engine's grouped GEMM, which loops over the local
+/// experts in C++ and issues one cuBLASLt GEMM per expert (te_general_grouped_gemm): the backend and
+/// driver layers of the op above, without Python, dispatcher or autograd (1-5 us + 1-3 us).
+inline constexpr double kExpertGemmLaunchHost_s = 4e-6;
+/// Host time of one call of a Transformer Engine module (Linear, LayerNormLinear, GroupedLinear,
+/// DotProductAttention) through Megatron's wrapper: its Python (recipe state, quantizers, checks) beside
+/// the kernels it launches. TransformerEngine pull request #1191 measured Megatron-Core's
+/// TEColumnParallelLinear at 140 us per forward, 115 us after that pull request (BF16, TP1, x86 host);
+/// Grace hosts take longer still (TransformerEngine issue #2053: te.Linear 90-100 us of CPU per forward
+/// on GH200/GB200). Backward (the module's autograd function) is taken to cost the same.
+inline constexpr double kTeModuleHost_s = 115e-6;
+/// The dispatcher's device-to-host copy of the split sizes and the stream synchronisation that waits
+/// for it (tokens_per_expert .to("cpu") then cuda_sync_point "before_ep_alltoall"): a PCIe/C2C round
+/// trip plus waking the blocked host thread and its next launch reaching the GPU, about 10-20 us
+/// (cudaMemcpy D2H latency ~5-10 us plus the launch latency of the next kernel).
+inline constexpr double kMoeD2hSync_s = 15e-6;
+
+/// The steps of a MoE block that issue kernels (moe_ops.cpp).
+enum class MoeStep { route, dispatch, experts, combine, unpermute };
+
+/// Kernels one step issues on the host: eager PyTorch ops (each kEagerOpHost_s) and per-expert GEMM
+/// and quantisation launches inside the grouped GEMMs (each kExpertGemmLaunchHost_s).
+struct MoeHostOps {
+  double eager_ops = 0;
+  double te_modules = 0;  ///< Transformer Engine module calls (each kTeModuleHost_s)
+  double expert_launches = 0;
+  double seconds() const { return eager_ops * kEagerOpHost_s + te_modules * kTeModuleHost_s + expert_launches * kExpertGemmLaunchHost_s; }
+};
+
+/// Megatron-Core's op counts per step with the router and permutation fusions of the Megatron-Bridge MoE
+/// recipes (moe_router_fusion, moe_permute_fusion), from token_dispatcher.py / router.py / experts.py:
+/// route forward: gate GEMM, fused top-k with score function, aux-loss scores, tokens per expert, aux
+/// loss, routing-map sum, EP all-gather of the counts, two split sums, two copies to the host, fused
+/// permute (row-id map and permute); the flex dispatcher (DeepEP/HybridEP) permutes after its dispatch
+/// and computes its layout instead. The experts are two TEGroupedLinear calls (FC1, FC2: one TE module
+/// each, forward and backward), the activation and the reorder by local expert and back; inside the
+/// grouped GEMMs per local expert one GEMM forward, two backward (dgrad, wgrad), plus with FP8 one
+/// quantisation per expert forward and one backward.
+MoeHostOps moe_host_ops(MoeStep step, bool backward, MoeDispatcher dispatcher, int local_experts, bool low_precision);
+
+/// The attention half of a MoE layer (not CUDA-graphed in the recipes that run the dispatcher's sync):
+/// three TE modules (LayerNormLinear QKV, DotProductAttention, Linear projection) and three eager ops
+/// (RoPE, the residual add, the pre-MLP norm), forward or backward.
+MoeHostOps attention_host_ops();
+
+/// Whether the dispatcher stops the host once per forward pass of a layer: Megatron's dropless alltoall
+/// dispatcher whenever EP > 1 or more than one local expert (cuda_sync_point "before_ep_alltoall",
+/// preprocess in token_dispatcher.py); DeepEP's dispatch waits on the host for the received counts per
+/// expert (moe_received_counter) before the experts can run. fmsim models dropless routing only.
+bool moe_dispatch_syncs_host(MoeDispatcher dispatcher, int ep, int local_experts);
+
+}  // namespace fmsim::workload

@@ -1,0 +1,118 @@
+// The host side of a MoE block (moe_host.hpp): the eager issue of its kernels and the dropless
+// dispatcher's device-to-host sync once per layer and forward pass. Closed forms for the op counts, the
+// trace's host stream, and the step: the mechanism slows a MoE step, and a micro-batch-1 step (short
+// kernels, the host binds) more than a larger micro-batch's per token.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "fmsim/topology/placement.hpp"
+#include "fmsim/training/step_simulation.hpp"
+#include "fmsim/workload/moe_host.hpp"
+#include "fmsim/workload/trace_builder.hpp"
+#include "test_support.hpp"
+
+using namespace fmsim;
+using namespace fmsim::workload;
+
+namespace {
+
+Scenario qwen_scenario(int mbs, const std::string& dispatcher = "alltoall") {
+  nlohmann::json doc = {
+      {"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 1}}},
+      {"model", {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 4}}},
+      {"parallelism", {{"expert_model_parallel_size", 8}, {"micro_batch_size", mbs}, {"global_batch_size", 32}}},
+      {"training", {{"seq_length", 4096}, {"precision", "fp8"}, {"moe_token_dispatcher_type", dispatcher}}}};
+  return scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+}
+
+struct Run {
+  Trace trace;
+  double step_s = 0;
+};
+
+Run simulate(const Scenario& s, bool host_time) {
+  auto cluster = topology::build_cluster_graph(s.cluster);
+  auto rank_gpu = topology::place_ranks(cluster, s.parallelism.world(), s.placement, s.seed);
+  Run run{build_trace(s, rank_gpu, false), 0};
+  if (!host_time) {
+    for (auto& n : run.trace.nodes) {
+      if (n.stream == "host") n.duration_s = 0;
+    }
+  }
+  run.step_s = training::simulate_step(run.trace, cluster).step_time_s;
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("MoE host op counts: closed forms", "[workload][moe]") {
+  // Experts forward, alltoall, 16 local experts, FP8: two TE grouped linears, the activation, the sort
+  // by expert and back; per expert FC1 and FC2 GEMMs and their input quantisations.
+  const auto fwd = moe_host_ops(MoeStep::experts, false, MoeDispatcher::alltoall, 16, true);
+  CHECK(fwd.te_modules == 2);
+  CHECK(fwd.eager_ops == 3);
+  CHECK(fwd.expert_launches == 16 * 4);
+  CHECK(fwd.seconds() == Approx(2 * kTeModuleHost_s + 3 * kEagerOpHost_s + 64 * kExpertGemmLaunchHost_s));
+  // One local expert: no reorder by expert with the alltoall dispatcher.
+  CHECK(moe_host_ops(MoeStep::experts, false, MoeDispatcher::alltoall, 1, false).eager_ops == 1);
+  // A MoE layer's attention: three TE modules and three eager ops.
+  CHECK(attention_host_ops().seconds() == Approx(3 * kTeModuleHost_s + 3 * kEagerOpHost_s));
+  // Backward: dgrad and wgrad per expert and GEMM, one gradient quantisation each.
+  CHECK(moe_host_ops(MoeStep::experts, true, MoeDispatcher::alltoall, 16, true).expert_launches == 16 * 6);
+  CHECK(moe_host_ops(MoeStep::experts, true, MoeDispatcher::alltoall, 16, false).expert_launches == 16 * 4);
+  // Host time grows linearly with the local experts (one cuBLAS launch each in TE's grouped GEMM).
+  const double one = moe_host_ops(MoeStep::experts, false, MoeDispatcher::alltoall, 2, false).seconds();
+  const double two = moe_host_ops(MoeStep::experts, false, MoeDispatcher::alltoall, 4, false).seconds();
+  const double three = moe_host_ops(MoeStep::experts, false, MoeDispatcher::alltoall, 6, false).seconds();
+  CHECK(three - two == Approx(two - one));
+  CHECK(two - one == Approx(2 * 2 * kExpertGemmLaunchHost_s));
+  // The flex dispatcher permutes inside its kernels: no host permute before its dispatch.
+  CHECK(moe_host_ops(MoeStep::route, false, MoeDispatcher::flex, 16, true).eager_ops <
+        moe_host_ops(MoeStep::route, false, MoeDispatcher::alltoall, 16, true).eager_ops);
+  // Which dispatchers stop the host: dropless alltoall with EP or several local experts; flex with EP.
+  CHECK(moe_dispatch_syncs_host(MoeDispatcher::alltoall, 8, 16));
+  CHECK(moe_dispatch_syncs_host(MoeDispatcher::alltoall, 1, 8));
+  CHECK_FALSE(moe_dispatch_syncs_host(MoeDispatcher::alltoall, 1, 1));
+  CHECK(moe_dispatch_syncs_host(MoeDispatcher::flex, 8, 16));
+  CHECK_FALSE(moe_dispatch_syncs_host(MoeDispatcher::flex, 1, 8));
+}
+
+TEST_CASE("the dropless dispatcher syncs the host once per MoE layer and forward pass", "[workload][moe]") {
+  const Scenario s = qwen_scenario(1);
+  auto cluster = topology::build_cluster_graph(s.cluster);
+  const Trace trace = build_trace(s, topology::place_ranks(cluster, 8, s.placement, s.seed), false);
+  const int microbatches = s.parallelism.microbatches;
+  int syncs = 0, dispatches = 0;
+  for (const auto& n : trace.nodes) {
+    if (n.rank != 0) continue;
+    if (n.name == "moe.d2h_sync") {
+      ++syncs;
+      CHECK(n.stream == "host");
+      CHECK(n.duration_s == Approx(kMoeD2hSync_s));
+      REQUIRE(n.deps.size() == 1);
+      CHECK(trace.nodes[n.deps[0]].name == "moe.permute");  // the host waits for the GPU's counts
+    }
+    if (n.name == "moe.dispatch") {
+      ++dispatches;
+      // The dispatch waits for the host's issue of it, which the sync precedes on the host stream.
+      const bool host_dep = std::any_of(n.deps.begin(), n.deps.end(), [&](int d) { return trace.nodes[d].name == "host.moe.dispatch"; });
+      CHECK(host_dep);
+    }
+  }
+  CHECK(syncs == 4 * microbatches);
+  CHECK(dispatches == syncs);
+}
+
+TEST_CASE("host issue and sync slow a MoE step, a micro-batch-1 step most", "[workload][moe]") {
+  // Per token: the host's time per layer does not grow with the micro-batch, the GPU's does.
+  const Run small_on = simulate(qwen_scenario(1), true), small_off = simulate(qwen_scenario(1), false);
+  const Run large_on = simulate(qwen_scenario(4), true), large_off = simulate(qwen_scenario(4), false);
+  CHECK(small_on.step_s > small_off.step_s);
+  CHECK(large_on.step_s >= large_off.step_s);
+  const double small_slowdown = small_on.step_s / small_off.step_s, large_slowdown = large_on.step_s / large_off.step_s;
+  CHECK(small_slowdown > large_slowdown);
+  // The flex dispatcher syncs too (after its dispatch).
+  const Run flex_on = simulate(qwen_scenario(1, "flex"), true), flex_off = simulate(qwen_scenario(1, "flex"), false);
+  CHECK(flex_on.step_s > flex_off.step_s);
+}
