@@ -70,11 +70,11 @@ def group_tables(ran, key_names):
     return lines
 
 
-def main():
-    args, measurements = arguments(__doc__)
-    items = [item for case in measurements if case["category"] == "training" for item in items_of(case, ROOT)]
-    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda pair: run_item(args.fmsim, tmp, *pair), enumerate(items)))
+def figure(value):
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def render(results):
     ran = [r for r in results if not r.get("reason")]
     refused = [r for r in results if r.get("reason")]
 
@@ -94,7 +94,7 @@ def main():
     lines.append("|---|---|---|---:|---:|---:|")
     for r in ran:
         note = " (OOM)" if r.get("oom") else ""
-        lines.append(f"| {r['case']} | {r['label']} | {r['metric']} | {r['measured']:.4g} | {r['predicted']:.4g}{note} | "
+        lines.append(f"| {r['case']} | {r['label']} | {r['metric']} | {figure(r['measured'])} | {figure(r['predicted'])}{note} | "
                      f"{100 * r['error']:+.1f} % |")
     lines.append("")
     lines.append("#### Rows fmsim cannot express, and why")
@@ -102,12 +102,21 @@ def main():
     lines.append("| case | row | reason |")
     lines.append("|---|---|---|")
     for r in refused:
-        lines.append(f"| {r['case']} | {r['label']} | {r['reason'].replace('|', '/')} |")
+        reason = r["reason"].split(" (known keys here")[0].replace("|", "/")
+        lines.append(f"| {r['case']} | {r['label']} | {reason} |")
     s = summary(ran)
     lines.append("")
     lines.append(f"All simulated rows: n = {s['n']}, mean absolute error {100 * s['mae']:.1f} %, signed mean "
                  f"{100 * s['signed']:+.1f} %.")
-    text = "\n".join(lines)
+    return "\n".join(lines)
+
+
+def main():
+    args, measurements = arguments(__doc__)
+    items = [item for case in measurements if case["category"] == "training" for item in items_of(case, ROOT)]
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda pair: run_item(args.fmsim, tmp, *pair), enumerate(items)))
+    text = render(results)
     print(text)
     if args.markdown:
         with open(args.markdown, "w") as f:
