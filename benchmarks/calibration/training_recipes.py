@@ -60,13 +60,16 @@ DISPATCHER = {"deepseek-v3": "flex"}
 A2A_OVERLAP = {"qwen3-235b-a22b"}
 
 # Precision names of the tables. Megatron-Bridge's FP8-CS preset (bf16_with_fp8_current_scaling_mixed,
-# src/megatron/bridge/training/mixed_precision.py) is current (tensorwise) scaling with the first and last
-# transformer layer in BF16 and FP8 parameter all-gather; FP8-MX / MXFP8 is MXFP8 (Blackwell); the 26.x
-# tables' plain "FP8" is the FP8-CS preset (they list FP8 beside MXFP8 and NVFP4); NVFP4 is
-# bf16_with_nvfp4_mixed. NeMo 24.07's plain "FP8" is Transformer Engine's delayed scaling.
+# src/megatron/bridge/training/mixed_precision.py) is current (tensorwise) scaling with FP8 parameter
+# all-gather; the preset keeps the first and last transformer layer in BF16, but the performance scripts
+# behind these tables turn that off ("Disable BF16 Transformer layers in the performance config":
+# scripts/performance/utils/precision.py get_precision_config("fp8", "cs"), and _perf_precision("fp8_cs") in
+# the perf recipes). FP8-MX / MXFP8 is MXFP8 (Blackwell); the 26.x tables' plain "FP8" is the FP8-CS recipe
+# (they list FP8 beside MXFP8 and NVFP4); NVFP4 is bf16_with_nvfp4_mixed. NeMo 24.07's plain "FP8" is
+# Transformer Engine's delayed scaling.
 MBRIDGE_PRECISION = {
-    "FP8-CS": {"precision": "fp8", "fp8_recipe": "tensorwise", "first_last_layers_bf16": True, "fp8_param_gather": True},
-    "FP8": {"precision": "fp8", "fp8_recipe": "tensorwise", "first_last_layers_bf16": True, "fp8_param_gather": True},
+    "FP8-CS": {"precision": "fp8", "fp8_recipe": "tensorwise", "fp8_param_gather": True},
+    "FP8": {"precision": "fp8", "fp8_recipe": "tensorwise", "fp8_param_gather": True},
     "FP8-MX": {"precision": "fp8", "fp8_recipe": "mxfp8"},
     "MXFP8": {"precision": "fp8", "fp8_recipe": "mxfp8"},
     "NVFP4": {"precision": "fp4", "fp4_recipe": "nvfp4"},
