@@ -1,5 +1,7 @@
 // Reads topologies/catalog/*.json into a Catalog. A figure is {"value": ..., "source": "..."}; a figure
 // without a non-empty source is rejected, so every number fmsim uses can be traced.
+#include <cmath>
+
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
 #include "fmsim/config/object_reader.hpp"
@@ -48,6 +50,15 @@ class CatalogLoader {
     figure.reject_unknown_keys({"note"});
     return value;
   }
+  /// A positive figure; above `maximum` it fails naming `expected`.
+  static double number(ObjectReader& parent, const std::string& key, Sources& sources, double maximum = INFINITY,
+                       const char* expected = "") {
+    ObjectReader figure = open_figure(parent, key, sources);
+    double value = figure.required_number("value", 0.0);
+    if (value > maximum) figure.fail("value", expected);
+    figure.reject_unknown_keys({"note"});
+    return value;
+  }
   static double fraction(ObjectReader& parent, const std::string& key, Sources& sources) {
     ObjectReader figure = open_figure(parent, key, sources);
     double value = figure.required_number("value", 0.0);
@@ -86,21 +97,14 @@ class CatalogLoader {
       gpu.sm_count = count(entry, "sm_count", gpu.sources);
       gpu.gemm_peak_efficiency = fraction(entry, "gemm_peak_efficiency", gpu.sources);
       if (entry.has("sustained_clock_fraction")) {
-        ObjectReader figure = open_figure(entry, "sustained_clock_fraction", gpu.sources);
-        gpu.sustained_clock_fraction = figure.required_number("value", 0.0);
-        if (gpu.sustained_clock_fraction > 1.5) figure.fail("value", "a clock ratio in (0, 1.5]");
-        figure.reject_unknown_keys({"note"});
+        gpu.sustained_clock_fraction = number(entry, "sustained_clock_fraction", gpu.sources, 1.5, "a clock ratio in (0, 1.5]");
       }
       if (entry.has("gemm_fp4_peak_efficiency")) {
         if (gpu.fp4_dense_flops <= 0) entry.fail("gemm_fp4_peak_efficiency", "only with fp4_dense (a GPU with FP4 tensor cores)");
         gpu.gemm_fp4_peak_efficiency = fraction(entry, "gemm_fp4_peak_efficiency", gpu.sources);
       }
       gpu.hbm_achievable_fraction = fraction(entry, "hbm_achievable_fraction", gpu.sources);
-      if (entry.has("tdp_W")) {
-        ObjectReader figure = open_figure(entry, "tdp_W", gpu.sources);
-        gpu.tdp_W = figure.required_number("value", 0.0);
-        figure.reject_unknown_keys({"note"});
-      }
+      if (entry.has("tdp_W")) gpu.tdp_W = number(entry, "tdp_W", gpu.sources);
       entry.reject_unknown_keys();
       catalog_.gpus_[name] = gpu;
     }

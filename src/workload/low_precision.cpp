@@ -1,5 +1,7 @@
 #include "fmsim/workload/low_precision.hpp"
 
+#include "fmsim/compute/compute_model.hpp"
+
 namespace fmsim::workload {
 
 namespace {
@@ -51,9 +53,10 @@ double weight_bytes_per_parameter(const TrainingOptions& t) {
 }
 
 double precision_peak_flops(const TrainingOptions& t, const hardware::GpuSpec& gpu) {
-  if (t.precision == Precision::fp4 && gpu.fp4_dense_flops > 0) return gpu.fp4_dense_flops;
-  if (t.precision != Precision::bf16 && gpu.fp8_dense_flops > 0) return gpu.fp8_dense_flops;
-  return gpu.bf16_dense_flops;
+  const auto math = t.precision == Precision::fp4   ? compute::MathPrecision::fp4
+                    : t.precision == Precision::fp8 ? compute::MathPrecision::fp8
+                                                    : compute::MathPrecision::bf16;
+  return compute::ComputeModel(gpu).peak_flops(math);  // the peak the compute model prices its GEMMs at
 }
 
 const char* precision_peak_name(const TrainingOptions& t, const hardware::GpuSpec& gpu) {
