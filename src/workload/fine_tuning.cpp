@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/workload/hybrid_pattern.hpp"
 #include "fmsim/workload/model.hpp"
 #include "fmsim/workload/workload_kind.hpp"
 
@@ -144,26 +146,57 @@ double attention_pairs_per_row(const FineTuning& f, int seq, int window) {
   return sequences * per_sequence;
 }
 
-double model_flops_per_row(const ModelSpec& m, const FineTuning& f, int seq, int vocab_padded) {
-  const FlopsPerToken whole = training_flops_per_token(m, seq, vocab_padded);
-  if (f.workload == Workload::pretrain || (!f.packing.enabled && f.workload == Workload::sft)) return whole.total() * seq;
-  // Attention FLOPs per query-key pair (the same for every layer): from a one-layer copy without a window.
+namespace {
+/// Attention-core FLOPs per query-key pair of one layer, and the layers that attend (MTP depths included).
+struct AttentionLayers {
+  double flops_per_pair = 0;
+  std::vector<int> windows;  ///< each attending layer's window (0 = full causal)
+};
+
+AttentionLayers attention_layers(const ModelSpec& m, int seq, int vocab_padded) {
+  AttentionLayers a;
+  if (m.hybrid.enabled()) {
+    // Hybrid models attend only in their attention layers ('*'); hybrid_training_flops_per_token prices
+    // each at 12 q FLOPs per pair (4 q s/2 forward, x3). The pattern has no sliding windows.
+    a.flops_per_pair = 12.0 * m.q_dim();
+    const auto attending = [](const std::vector<HybridLayer>& layers) {
+      return static_cast<int>(std::count(layers.begin(), layers.end(), HybridLayer::attention));
+    };
+    a.windows.assign(attending(m.hybrid.layers) + m.mtp_layers * attending(m.hybrid.mtp_layers), 0);
+    return a;
+  }
+  // From a one-layer copy without a window (the same for every layer).
   ModelSpec one = m;
   one.layers = 1;
   one.sliding_window = 0;
   one.sliding_layers.clear();
   one.mtp_layers = 0;
-  const double per_pair = training_flops_per_token(one, seq, vocab_padded).attention / attended_span(seq, 0);
+  a.flops_per_pair = training_flops_per_token(one, seq, vocab_padded).attention / attended_span(seq, 0);
+  for (int layer = 0; layer < m.layers; ++layer) a.windows.push_back(m.attention_window(layer));
+  for (int d = 0; d < m.mtp_layers; ++d) a.windows.push_back(m.attention_window(m.layers - 1));
+  return a;
+}
+}  // namespace
+
+double model_flops_per_row(const ModelSpec& m, const FineTuning& f, int seq, int vocab_padded) {
+  const FlopsPerToken whole = training_flops_per_token(m, seq, vocab_padded);
+  if (f.workload == Workload::pretrain || (!f.packing.enabled && f.workload == Workload::sft)) return whole.total() * seq;
+  const AttentionLayers layers = attention_layers(m, seq, vocab_padded);
+  // What `whole.attention` holds beyond the attention core over a full causal row (a hybrid model's
+  // Mamba scan, 7 d_in N per token) grows with the tokens, as the linear layers do.
+  double full_row_core = 0;
+  for (int window : layers.windows) full_row_core += layers.flops_per_pair * attended_span(seq, window);
+  const double per_token_scan = std::max(0.0, whole.attention - full_row_core);
   double attention = 0;  // over one row
   if (f.packing.enabled && f.packing.flops_per_row) {
-    attention = whole.attention * seq;
+    attention = full_row_core * seq;
   } else {
-    for (int layer = 0; layer < m.layers; ++layer) attention += per_pair * attention_pairs_per_row(f, seq, m.attention_window(layer));
-    for (int d = 0; d < m.mtp_layers; ++d) attention += per_pair * attention_pairs_per_row(f, seq, m.attention_window(m.layers - 1));
+    for (int window : layers.windows) attention += layers.flops_per_pair * attention_pairs_per_row(f, seq, window);
   }
   const double linear = whole.dense_matmul + whole.logits;
-  if (f.workload == Workload::sft) return linear * seq + attention;
-  return 2.0 / 3.0 * linear * real_tokens_per_row(f, seq) + 2.0 * attention;
+  if (f.workload == Workload::sft) return (linear + per_token_scan) * seq + attention;
+  // LoRA: frozen weights have no weight gradient (2/3 of the linear FLOPs); the scan has no weights.
+  return (2.0 / 3.0 * linear + per_token_scan) * real_tokens_per_row(f, seq) + 2.0 * attention;
 }
 
 double lora_parameters_per_layer(const FineTuning& f, const ModelSpec& m) {

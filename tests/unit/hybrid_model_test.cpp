@@ -8,6 +8,7 @@
 #include "fmsim/common/error.hpp"
 #include "fmsim/workload/memory.hpp"
 #include "fmsim/workload/trace_builder.hpp"
+#include "fmsim/workload/workload_kind.hpp"
 #include "hybrid_test_support.hpp"
 #include "test_support.hpp"
 
@@ -269,4 +270,28 @@ TEST_CASE("hybrid MTP pattern: layers after the decoder's, Megatron's count with
   nlohmann::json config = tiny_config();
   config["mtp_hybrid_override_pattern"] = "*Q";
   CHECK(import_error(config).find("/mtp_hybrid_override_pattern = \"*Q\": letter 'Q' at position 1") != std::string::npos);
+}
+
+TEST_CASE("Packed SFT and LoRA on a hybrid model: attention FLOPs only in its attention layers", "[hybrid][finetune]") {
+  // The tiny pattern M * - E has one attention layer (q = 4 x 16 = 64, 12 q FLOPs per query-key pair) and
+  // one Mamba layer, whose scan (3 x 7 d_in N per token, d_in = 2h = 128, N = 8) grows with the tokens.
+  const ModelSpec m = model_from_hf_config(tiny_config(), "m.json");
+  FineTuning f;
+  f.workload = Workload::sft;
+  f.packing.enabled = true;
+  f.packing.mean_sequence_length = 64;
+  f.packing.packing_efficiency = 1.0;
+  const int seq = 1024, vocab = padded_vocab(m.vocab, 1);
+  const FlopsPerToken whole = training_flops_per_token(m, seq, vocab);
+  const double scan = 3 * 7.0 * 128 * 8, pairs = 16 * 64.0 * 64 / 2;  // 16 sequences of 64 per row
+  REQUIRE(whole.attention == Approx(scan + 12.0 * 64 * seq / 2.0));
+  CHECK(model_flops_per_row(m, f, seq, vocab) == Approx((whole.dense_matmul + whole.logits + scan) * seq + 12.0 * 64 * pairs));
+  // Short sequences attend less than one full row: packed SFT is cheaper per token than pretraining.
+  CHECK(model_flops_per_row(m, f, seq, vocab) < whole.total() * seq);
+  f.packing.flops_per_row = true;  // whole rows, as the Megatron-Bridge SFT table counts them
+  CHECK(model_flops_per_row(m, f, seq, vocab) == Approx(whole.total() * seq));
+  f.packing.flops_per_row = false;
+  f.workload = Workload::lora;  // no weight gradients for frozen weights; the scan has no weights
+  CHECK(model_flops_per_row(m, f, seq, vocab) ==
+        Approx((2.0 / 3.0 * (whole.dense_matmul + whole.logits) + scan) * seq + 2.0 * 12.0 * 64 * pairs));
 }
