@@ -112,6 +112,8 @@ int TraceWriter::gemm(int rank, const std::string& name, double m, double n, dou
   // Transformer Engine runs the backward FP8 GEMMs with the split (FP32-promoting) accumulator and the
   // forward ones with fast accumulation (recipe MMParams: fprop False, dgrad and wgrad True).
   node.fp8_split_accumulator = node.fp8 && (wgrad || ends_with(".dgrad"));
+  // MXFP8 GEMMs read a UE8M0 scale per 32 elements of each operand (GpuSpec::gemm_mxfp8_rate).
+  node.fp8_block_scaled = node.fp8 && s.training.fp8_recipe == Fp8Recipe::mxfp8;
   node.repeat = repeat;
   node.sms_taken += sms_taken;
   node.deps = std::move(deps);

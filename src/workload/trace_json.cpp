@@ -136,6 +136,7 @@ json trace_to_json(const Trace& trace) {
       if (n.fp8) j["fp8"] = true;
       if (n.fp4) j["fp4"] = true;
       if (n.fp8_split_accumulator) j["fp8_split_accumulator"] = true;
+      if (n.fp8_block_scaled) j["fp8_block_scaled"] = true;
       if (n.sms_taken > 0) j["sms_taken"] = n.sms_taken;
       if (n.attention_span > 0) j["attention_span"] = n.attention_span;
     } else if (n.type == NodeType::coll) {
@@ -227,6 +228,7 @@ Trace trace_from_json(const json& doc, const std::string& file) {
       if (j.contains("fp8")) n.fp8 = r.boolean(j["fp8"], where + "/fp8");
       if (j.contains("fp4")) n.fp4 = r.boolean(j["fp4"], where + "/fp4");
       if (j.contains("fp8_split_accumulator")) n.fp8_split_accumulator = r.boolean(j["fp8_split_accumulator"], where + "/fp8_split_accumulator");
+      if (j.contains("fp8_block_scaled")) n.fp8_block_scaled = r.boolean(j["fp8_block_scaled"], where + "/fp8_block_scaled");
       if (j.contains("sms_taken")) n.sms_taken = r.integer(j["sms_taken"], where + "/sms_taken", 0, kMaxSms);
     } else if (n.type == NodeType::coll) {
       n.op = parse_name(kCommTypes, r.at(j, "comm_type", where), file + ": " + where + "/comm_type");

@@ -35,6 +35,7 @@ struct TraceNode {
   bool fp8 = false;
   bool fp4 = false;             ///< an FP4 GEMM (NVFP4/MXFP4 training, FP4 tensor-core peak)
   bool fp8_split_accumulator = false;  ///< FP8 GEMM promoting partial sums to FP32 (TE's dgrad/wgrad)
+  bool fp8_block_scaled = false;  ///< an MXFP8 GEMM (1x32 block scales; GpuSpec::gemm_mxfp8_rate)
   int sms_taken = 0;            ///< SMs held by an overlapped communication kernel
   double attention_span = 0;    ///< attention: keys per query in the kernel (0: a long sequence)
   double duration_s = -1;       ///< given duration (traces from elsewhere); < 0: from the compute model
