@@ -52,6 +52,35 @@ double percentile_value(const Percentiles& p, double percentile) {
 
 nlohmann::json optional_number(const std::optional<double>& value) { return value ? nlohmann::json(*value) : nlohmann::json(nullptr); }
 
+nlohmann::json to_json(const std::optional<SteadyState>& steady) {
+  if (!steady) return nullptr;
+  const SteadyState& w = *steady;
+  auto p = [](const SteadyPercentiles& x) { return nlohmann::json{{"p50", x.p50}, {"p90", x.p90}, {"p99", x.p99}, {"mean", x.mean}}; };
+  return {{"window_start_s", w.window_start_s},
+          {"window_end_s", w.window_end_s},
+          {"measured_requests", w.measured_requests},
+          {"offered_requests_per_s", w.offered_requests_per_s},
+          {"achieved_requests_per_s", w.achieved_requests_per_s},
+          {"achieved_output_tokens_per_s", w.achieved_output_tokens_per_s},
+          {"completion_ratio", w.completion_ratio},
+          {"ttft_rise", w.ttft_rise},
+          {"ttft_s", p(w.ttft_s)},
+          {"tpot_s", p(w.tpot_s)},
+          {"e2e_latency_s", p(w.e2e_s)},
+          {"steady", w.steady},
+          {"reason", w.reason},
+          {"slo_met", w.slo_met},
+          {"sustained", w.sustained()},
+          {"criterion",
+           {{"warmup_fraction", kWarmupFraction},
+            {"drain_fraction", kDrainFraction},
+            {"fill_percentile", kFillPercentile},
+            {"max_warmup_fraction", kMaxWarmupFraction},
+            {"min_completion_ratio", kMinCompletionRatio},
+            {"max_ttft_rise", kMaxTtftRise},
+            {"min_window_requests", kMinWindowRequests}}}};
+}
+
 ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
   const auto& scenario = plan.scenario();
   ServeSummary s;
@@ -61,6 +90,7 @@ ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
   double first_arrival = INFINITY, last_arrival = -INFINITY, input_tokens = 0, output_tokens = 0, cached = 0;
   std::vector<double> ttft, tpot, e2e, queue, transfer;
   int good = 0;
+  s.steady = steady_state(scenario, outcome);
   for (const auto& o : outcome.requests) {
     first_arrival = std::min(first_arrival, o.arrival_s);
     last_arrival = std::max(last_arrival, o.arrival_s);
@@ -204,6 +234,7 @@ nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& s, const Ser
   doc["slo_goodput"] = optional_number(s.slo_goodput);
   doc["slo_goodput_requests_per_s"] = s.goodput_requests_per_s;
   doc["slo_met"] = s.slo_met;
+  doc["steady_state"] = to_json(s.steady);
   doc["kv_cache_utilization"] = {{"mean", s.kv_utilization_mean}, {"peak", s.kv_utilization_peak}};
   doc["preemptions"] = s.preemptions;
   doc["prefix_cached_fraction"] = s.prefix_cached_fraction;
@@ -251,6 +282,14 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
     std::snprintf(line, sizeof line, "offline (every request at once); achieved %.2f req/s\n", s.requests_per_s);
   }
   out += line;
+  if (s.steady) {
+    const SteadyState& w = *s.steady;
+    std::snprintf(line, sizeof line, "steady-state window (arrivals %.1f-%.1f s, %d requests; warm-up and last %.0f%% left out): "
+                  "offered %.2f req/s, achieved %.2f req/s: %s\n", w.window_start_s, w.window_end_s, w.measured_requests,
+                  100 * kDrainFraction, w.offered_requests_per_s, w.achieved_requests_per_s,
+                  w.steady ? "steady" : w.reason.c_str());
+    out += line;
+  }
   std::snprintf(line, sizeof line, "%-14s %10s %10s %10s %10s\n", "", "p50", "p90", "p99", "mean");
   out += line;
   auto row = [&](const char* name, const Percentiles& p) {
@@ -269,6 +308,11 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
     std::snprintf(line, sizeof line, "SLO goodput %.1f%% of requests (%.2f req/s); p%g within the SLOs: %s\n", 100 * *s.slo_goodput,
                   s.goodput_requests_per_s, scenario.slo.percentile, s.slo_met ? "yes" : "no");
     out += line;
+    if (s.steady) {
+      std::snprintf(line, sizeof line, "steady state: p%g of the window's requests within the SLOs: %s; sustained: %s\n",
+                    scenario.slo.percentile, s.steady->slo_met ? "yes" : "no", s.steady->sustained() ? "yes" : "no");
+      out += line;
+    }
   }
   if (s.usd_per_million_tokens) {
     std::snprintf(line, sizeof line, "cost %s per hour, %s per million output tokens\n", units::format_usd(*s.usd_per_hour).c_str(),

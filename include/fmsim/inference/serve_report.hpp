@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fmsim/inference/serving_sim.hpp"
+#include "fmsim/inference/steady_state.hpp"
 
 namespace fmsim::inference {
 
@@ -43,12 +44,16 @@ struct ServeSummary {
   double prefix_cached_fraction = 0;    ///< prompt tokens served from the prefix cache
   int gpus = 0, nodes = 0;
   std::optional<double> usd_per_hour, usd_per_million_tokens;
+  /// The measurement window without warm-up and drain (empty offline); steady_state.hpp.
+  std::optional<SteadyState> steady;
 };
 
 ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome);
 
 /// A value, or null where it is absent (JSON fields such as slo_goodput, offered_requests_per_s).
 nlohmann::json optional_number(const std::optional<double>& value);
+/// The steady-state window as JSON (null when there is none).
+nlohmann::json to_json(const std::optional<SteadyState>& steady);
 
 /// The run's JSON document (everything in the summary, the configuration echoed, per-pool memory).
 nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& summary, const ServeOutcome& outcome);
