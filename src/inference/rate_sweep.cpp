@@ -100,9 +100,9 @@ nlohmann::json to_json(const RateSweep& sweep) {
   return {{"max_rate_per_s", optional_number(sweep.max_rate_per_s)},
           {"capacity_requests_per_s", optional_number(sweep.max_rate_per_s)},
           {"criterion", "sustained: the steady-state window (warm-up: the first 10 % of arrivals, or until the p90 end-to-end latency "
-                        "has passed since the first arrival, at most half of them; drain: the last 10 % of arrivals) completes at least 95 % "
-                        "of its arrivals, its TTFT rises by at most 50 % of its mean across it, and its requests' SLO percentile "
-                        "meets every limit"},
+                        "has passed since the first arrival, at most half of them; drain: the last 10 % of arrivals) completes (over the window "
+                        "shifted by the mean time in the system) at least 95 % of its arrivals, its TTFT does not rise by more than "
+                        "50 % of its mean and 0.05 s per second across it, and its requests' SLO percentile meets every limit"},
           {"resolution", sweep.resolution},
           {"points", points}};
 }
@@ -140,8 +140,8 @@ std::string to_text(const RateSweep& sweep) {
                   "\ncapacity: %.3f requests/s (rate/s), the highest Poisson rate sustained in steady state within the "
                   "SLOs (p%g of the window's requests; bracket %.0f%%). Steady: warm-up (first 10%% of arrivals, or "
                   "until the p90 end-to-end latency has passed, at most half) and last 10%% left out, "
-                  "at least 95%% of the window's arrivals completed inside it, TTFT rising by at most 50%% of its mean "
-                  "across it\n", *sweep.max_rate_per_s, sweep.slo_percentile, 100 * sweep.resolution);
+                  "completions over the window (shifted by the mean time in the system) at least 95%% of its arrivals, "
+                  "TTFT not rising by more than 50%% of its mean and 0.05 s per second across it\n", *sweep.max_rate_per_s, sweep.slo_percentile, 100 * sweep.resolution);
   } else {
     std::snprintf(line, sizeof line, "\nno rate tried is sustained in steady state within the SLOs\n");
   }

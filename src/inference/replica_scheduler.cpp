@@ -13,7 +13,8 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 }  // namespace
 
 ReplicaScheduler::ReplicaScheduler(const ReplicaModel& model)
-    : model_(model), options_(model.pool().engine), total_blocks_(model.memory().kv_blocks), free_blocks_(total_blocks_) {}
+    : model_(model), options_(model.pool().engine), total_blocks_(model.memory().kv_blocks), free_blocks_(total_blocks_),
+      spec_k_(model.speculative_tokens()), spec_expected_(model.expected_tokens_per_step()) {}
 
 long long kv_blocks_for(int samples, int block_size, long long prefilled, long long gen_kv) {
   if (samples == 1) return ceil_div(prefilled + gen_kv, block_size);
@@ -38,9 +39,18 @@ std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::ve
   std::vector<int> preempted;
   long long budget = options_.max_num_batched_tokens;
   auto add = [&](SeqState& s, int seq, int tokens, bool prefill) {
-    batch.push_back({seq, tokens, prefill});
+    // Speculative decoding gains spec_expected_ tokens per step on average: each step takes the whole
+    // tokens of the running credit (deterministic, its mean exact), never more than the output left.
+    int accepted = 1;
+    if (!prefill && spec_k_ > 0) {
+      s.spec_credit += spec_expected_;
+      accepted = static_cast<int>(std::floor(s.spec_credit));
+      s.spec_credit -= accepted;
+      accepted = std::clamp(accepted, 1, std::max(1, s.output - s.generated));
+    }
+    batch.push_back({seq, tokens, prefill, accepted});
     budget -= tokens;
-    const bool samples_last = s.generated + 1 >= s.output;
+    const bool samples_last = s.generated + accepted >= s.output;
     if (prefill) {
       shape.prefill_tokens += tokens;
       ++shape.prefill_sequences;
@@ -50,7 +60,8 @@ std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::ve
         if (samples_last) shape.finishing_rows += s.samples;
       }
     } else {
-      shape.decode_tokens += s.samples;
+      shape.decode_tokens += tokens;
+      if (spec_k_ > 0) shape.draft_sequences += s.samples;
       shape.decode_context_tokens += static_cast<double>(s.samples) * static_cast<double>(s.prefilled + s.gen_kv + 1);
       shape.sampled_rows += s.samples;
       if (samples_last) shape.finishing_rows += s.samples;
@@ -61,11 +72,13 @@ std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::ve
     const int seq = running_[i];
     SeqState& s = seqs[static_cast<std::size_t>(seq)];
     const bool prefill = s.in_prefill();
-    const int tokens = prefill ? static_cast<int>(std::min<long long>(s.target - s.prefilled, budget)) : s.samples;
+    // A decode step verifies k drafted tokens and samples one more: k + 1 rows and KV slots per sample
+    // (vLLM's lookahead slots).
+    const int tokens = prefill ? static_cast<int>(std::min<long long>(s.target - s.prefilled, budget)) : s.samples * (spec_k_ + 1);
     if (tokens > budget) break;
     // (Under guaranteed_no_evict the blocks were all reserved at admission: nothing more is needed.)
     const long long need = std::max<long long>(
-        0, (prefill ? blocks_for(s, s.prefilled + tokens, 0) : blocks_for(s, s.prefilled, s.gen_kv + 1)) - s.blocks);
+        0, (prefill ? blocks_for(s, s.prefilled + tokens, 0) : blocks_for(s, s.prefilled, s.gen_kv + 1 + spec_k_)) - s.blocks);
     bool self_preempted = false;
     while (need > free_blocks_) {
       const int victim = running_.back();
@@ -102,7 +115,7 @@ std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::ve
     const long long remaining = s.target - s.prefilled;
     if (!options_.chunked_prefill && remaining > budget) break;
     const int tokens = static_cast<int>(std::min(remaining, budget));
-    const long long need = (options_.guaranteed_no_evict ? blocks_for(s, s.target, s.output) : blocks_for(s, s.prefilled + tokens, 0)) - s.blocks;
+    const long long need = (options_.guaranteed_no_evict ? blocks_for(s, s.target, s.output + spec_k_) : blocks_for(s, s.prefilled + tokens, 0)) - s.blocks;
     if (need > free_blocks_) break;
     waiting_.pop_front();
     free_blocks_ -= need;
@@ -131,8 +144,12 @@ void ReplicaScheduler::complete(std::vector<SeqState>& seqs, const std::vector<S
         continue;
       }
     } else {
-      ++s.gen_kv;
-      ++s.generated;
+      s.gen_kv += entry.accepted;
+      s.generated += entry.accepted;
+      if (spec_k_ > 0) {
+        decode_steps_ += s.samples;
+        accepted_tokens_ += static_cast<long long>(s.samples) * entry.accepted;
+      }
     }
     if (s.generated >= s.output) {
       free_blocks_ += s.blocks;

@@ -24,6 +24,7 @@ struct SeqState {
   bool fresh = true;          ///< never admitted: the prefix cache may hold part of the prompt
   int cached = 0;
   int preemptions = 0;
+  double spec_credit = 0;     ///< speculative decoding: fraction of a token carried to the next step
   bool in_prefill() const { return prefilled < target; }
 };
 
@@ -36,6 +37,7 @@ struct ScheduledSeq {
   int seq = 0;
   int tokens = 0;
   bool prefill = false;
+  int accepted = 1;           ///< decode: tokens this step adds per sample (more than 1 with speculation)
 };
 
 class ReplicaScheduler {
@@ -69,6 +71,9 @@ class ReplicaScheduler {
   long long used_blocks() const { return total_blocks_ - free_blocks_; }
   long long total_blocks() const { return total_blocks_; }
   int running_sequences() const { return running_samples_; }
+  /// Speculative decoding: decode steps of sequences (per sample) and the tokens they gained.
+  long long decode_steps() const { return decode_steps_; }
+  long long accepted_tokens() const { return accepted_tokens_; }
 
  private:
   void preempt(SeqState& s);
@@ -79,6 +84,9 @@ class ReplicaScheduler {
   std::deque<int> waiting_;
   long long total_blocks_ = 0, free_blocks_ = 0;
   int running_samples_ = 0;   ///< sequences (samples) holding a slot, reserved ones included
+  int spec_k_ = 0;            ///< tokens drafted per decode step (0 = no speculative decoding)
+  double spec_expected_ = 1;  ///< tokens a decode step gains on average
+  long long decode_steps_ = 0, accepted_tokens_ = 0;
 };
 
 }  // namespace fmsim::inference

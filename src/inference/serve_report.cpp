@@ -61,8 +61,10 @@ nlohmann::json to_json(const std::optional<SteadyState>& steady) {
           {"measured_requests", w.measured_requests},
           {"offered_requests_per_s", w.offered_requests_per_s},
           {"achieved_requests_per_s", w.achieved_requests_per_s},
+          {"completion_shift_s", w.completion_shift_s},
           {"achieved_output_tokens_per_s", w.achieved_output_tokens_per_s},
           {"completion_ratio", w.completion_ratio},
+          {"ttft_slope", w.ttft_slope},
           {"ttft_rise", w.ttft_rise},
           {"ttft_s", p(w.ttft_s)},
           {"tpot_s", p(w.tpot_s)},
@@ -78,6 +80,7 @@ nlohmann::json to_json(const std::optional<SteadyState>& steady) {
             {"max_warmup_fraction", kMaxWarmupFraction},
             {"min_completion_ratio", kMinCompletionRatio},
             {"max_ttft_rise", kMaxTtftRise},
+            {"max_ttft_slope", kMaxTtftSlope},
             {"min_window_requests", kMinWindowRequests}}}};
 }
 
@@ -133,13 +136,17 @@ ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
               (!scenario.slo.tpot_s || sorted_percentile(tpot, q) <= *scenario.slo.tpot_s) &&
               (!scenario.slo.e2e_s || sorted_percentile(e2e, q) <= *scenario.slo.e2e_s);
   double held = 0, utilization_sum = 0;
+  long long spec_steps = 0, spec_tokens = 0;
   for (const auto& r : outcome.replicas) {
+    spec_steps += r.spec_decode_steps;
+    spec_tokens += r.spec_accepted_tokens;
     s.preemptions += r.preemptions;
     held += r.request_seconds;
     const double utilization = r.kv_block_seconds / (static_cast<double>(r.kv_blocks) * s.duration_s);
     utilization_sum += utilization;
     s.kv_utilization_peak = std::max(s.kv_utilization_peak, static_cast<double>(r.peak_kv_blocks) / static_cast<double>(r.kv_blocks));
   }
+  if (scenario.speculative.enabled() && spec_steps > 0) s.speculative_tokens_per_step = static_cast<double>(spec_tokens) / spec_steps;
   s.kv_utilization_mean = utilization_sum / static_cast<double>(outcome.replicas.size());
   s.mean_concurrency = held / s.duration_s;
   if (scenario.cluster.usd_per_hour_per_node) {
@@ -153,6 +160,19 @@ namespace {
 
 nlohmann::json to_json(const Percentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"max", p.max}};
+}
+
+nlohmann::json speculative_json(const ServingPlan& plan, int index) {
+  const SpeculativeSpec& spec = plan.scenario().speculative;
+  if (!spec.enabled()) return nullptr;
+  const ReplicaModel& model = plan.model(index);
+  return {{"method", to_string(spec.method)},
+          {"num_speculative_tokens", spec.k},
+          {"acceptance_by_position", spec.accepted_by_position},
+          {"expected_tokens_per_step", spec.expected_tokens_per_step},
+          {"draft_model", spec.method == SpeculativeSpec::Method::draft ? nlohmann::json(spec.draft_model.name) : nlohmann::json(nullptr)},
+          {"draft_weights_bytes_per_gpu", model.draft_weight_bytes_per_gpu()},
+          {"draft_kv_bytes_per_token_per_gpu", model.draft_kv_bytes_per_token_per_gpu()}};
 }
 
 nlohmann::json pool_json(const ServingPlan& plan, int index) {
@@ -182,6 +202,7 @@ nlohmann::json pool_json(const ServingPlan& plan, int index) {
           {"stream_tokens", e.stream_tokens},
           {"cuda_graph_padding", e.cuda_graph_padding},
           {"cuda_graph_batch_sizes", e.cuda_graph_batch_sizes},
+          {"speculative", speculative_json(plan, index)},
           {"memory_per_gpu",
            {{"weights_bytes", m.weight_bytes_per_gpu},
             {"activations_bytes", m.activation_bytes_per_gpu},
@@ -238,6 +259,7 @@ nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& s, const Ser
   doc["kv_cache_utilization"] = {{"mean", s.kv_utilization_mean}, {"peak", s.kv_utilization_peak}};
   doc["preemptions"] = s.preemptions;
   doc["prefix_cached_fraction"] = s.prefix_cached_fraction;
+  doc["speculative_tokens_per_step"] = optional_number(s.speculative_tokens_per_step);
   doc["usd_per_hour"] = optional_number(s.usd_per_hour);
   doc["usd_per_million_tokens"] = optional_number(s.usd_per_million_tokens);
   nlohmann::json replicas = nlohmann::json::array();
@@ -301,6 +323,12 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
   row("TPOT", s.tpot_s);
   row("end-to-end", s.e2e_s);
   if (scenario.disaggregated()) row("KV transfer", s.kv_transfer_s);
+  if (scenario.speculative.enabled()) {
+    const SpeculativeSpec& spec = scenario.speculative;
+    std::snprintf(line, sizeof line, "speculative decoding (%s, k = %d): %.3f tokens per decode step expected, %.3f measured\n",
+                  to_string(spec.method).c_str(), spec.k, spec.expected_tokens_per_step, s.speculative_tokens_per_step.value_or(0.0));
+    out += line;
+  }
   std::snprintf(line, sizeof line, "\nKV cache use %.0f%% mean, %.0f%% peak; %lld preemptions; %.1f requests in flight on average\n",
                 100 * s.kv_utilization_mean, 100 * s.kv_utilization_peak, s.preemptions, s.mean_concurrency);
   out += line;

@@ -159,6 +159,72 @@ SloSpec read_slo(ObjectReader& r) {
   return slo;
 }
 
+/// Upper limit of num_speculative_tokens (engines run 1-8; EAGLE trees reach ~60 nodes, not modelled).
+constexpr std::int64_t kMaxSpeculativeTokens = 32;
+
+/// serving.speculative: {"method": "draft|eagle|mtp", "num_speculative_tokens": k, "acceptance_rate":
+/// a or [p_1, ..., p_k], "draft_model": preset or config (method draft only)}.
+SpeculativeSpec read_speculative(ObjectReader& r, const workload::ModelSpec& target, const std::filesystem::path& base_dir) {
+  SpeculativeSpec spec;
+  const std::string method = r.choice_or("method", {"draft", "eagle", "mtp"}, "");
+  if (method.empty()) r.fail("method", "one of \"draft\" (a smaller draft model), \"eagle\" (an EAGLE head), \"mtp\" (the model's multi-token-prediction heads)");
+  spec.method = method == "draft" ? SpeculativeSpec::Method::draft : method == "eagle" ? SpeculativeSpec::Method::eagle
+                                                                                       : SpeculativeSpec::Method::mtp;
+  if (!r.has("num_speculative_tokens")) r.fail("num_speculative_tokens", "the number of tokens drafted per step, an integer from 1 to " + std::to_string(kMaxSpeculativeTokens));
+  const json& k_value = r.required_value("num_speculative_tokens");
+  if (!k_value.is_number_integer() || k_value.get<long long>() < 1 || k_value.get<long long>() > kMaxSpeculativeTokens) {
+    r.fail("num_speculative_tokens", "an integer from 1 to " + std::to_string(kMaxSpeculativeTokens) + " (k < 1 drafts nothing)");
+  }
+  spec.k = static_cast<int>(k_value.get<long long>());
+  if (!r.has("acceptance_rate")) {
+    r.fail("acceptance_rate", "an acceptance rate in [0, 1] (i.i.d. per drafted token) or a list of " + std::to_string(spec.k) + " per-position rates");
+  }
+  const json& a = r.required_value("acceptance_rate");
+  const std::string fraction = "in [0, 1]";
+  if (a.is_number()) {
+    const double rate = a.get<double>();
+    if (!(rate >= 0 && rate <= 1)) r.fail("acceptance_rate", "an acceptance rate " + fraction + " (the probability that a drafted token is accepted)");
+    double p = 1;
+    for (int i = 0; i < spec.k; ++i) spec.accepted_by_position.push_back(p *= rate);
+  } else if (a.is_array()) {
+    if (static_cast<int>(a.size()) != spec.k) {
+      r.fail("acceptance_rate", "one acceptance rate per drafted position (" + std::to_string(spec.k) + " = num_speculative_tokens)");
+    }
+    double previous = 1;
+    for (const json& value : a) {
+      if (!value.is_number() || !(value.get<double>() >= 0 && value.get<double>() <= 1)) {
+        r.fail("acceptance_rate", "per-position acceptance rates " + fraction + "; found " + value.dump());
+      }
+      if (value.get<double>() > previous) {
+        r.fail("acceptance_rate", "rates that do not increase with the position (position i counts drafts whose first i tokens were all "
+                                  "accepted, as vLLM's per-position metrics do)");
+      }
+      previous = value.get<double>();
+      spec.accepted_by_position.push_back(previous);
+    }
+  } else {
+    r.fail("acceptance_rate", "an acceptance rate " + fraction + " or a list of " + std::to_string(spec.k) + " per-position rates");
+  }
+  spec.expected_tokens_per_step = expected_tokens_per_step(spec.accepted_by_position);
+  if (spec.method == SpeculativeSpec::Method::draft) {
+    if (!r.has("draft_model")) r.fail("draft_model", "a draft model (a preset such as \"llama3.1-8b\" or a config) for method \"draft\"");
+    spec.draft_model = workload::expand_model(r.required_value("draft_model"), r.file(), base_dir);
+    if (spec.draft_model.vocab != target.vocab) {
+      r.fail("draft_model", "a draft model with the target's vocabulary (" + std::to_string(target.vocab) + " tokens; " +
+                                spec.draft_model.name + " has " + std::to_string(spec.draft_model.vocab) + ")");
+    }
+    if (spec.draft_model.hybrid.enabled() || spec.draft_model.is_moe()) r.fail("draft_model", "a dense transformer draft model");
+  } else if (r.has("draft_model")) {
+    r.fail("draft_model", "no draft_model with method \"" + method + "\" (the " + (method == "eagle" ? "EAGLE head" : "MTP head") +
+                              " is part of the target)");
+  }
+  if (spec.method == SpeculativeSpec::Method::mtp && target.mtp_layers < 1) {
+    r.fail("method", "\"draft\" or \"eagle\": " + target.name + " has no multi-token-prediction heads (num_nextn_predict_layers = 0)");
+  }
+  r.reject_unknown_keys();
+  return spec;
+}
+
 void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::string& where) {
   const auto& m = s.model;
   const std::string tp_text = "tensor_parallel_size = " + std::to_string(pool.tp);
@@ -179,6 +245,13 @@ void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::stri
                      " GPUs); use pipeline_parallel_size across nodes");
   }
   if (pool.pp > m.layers) throw InputError(where + ": pipeline_parallel_size exceeds the model's " + std::to_string(m.layers) + " layers");
+  if (s.speculative.method == SpeculativeSpec::Method::draft) {
+    const auto& d = s.speculative.draft_model;
+    if (d.heads % pool.tp != 0 || (d.kv_heads % pool.tp != 0 && pool.tp % d.kv_heads != 0)) {
+      throw InputError(where + ": " + tp_text + " does not divide the draft model " + d.name + "'s " + std::to_string(d.heads) +
+                       " attention heads and " + std::to_string(d.kv_heads) + " KV heads (the draft runs at the target's TP)");
+    }
+  }
   if (pool.expert_parallel && !m.is_moe()) throw InputError(where + ": enable_expert_parallel needs a mixture-of-experts model; " + m.name + " is dense");
   if (pool.expert_parallel && m.moe.experts % pool.tp != 0) {
     throw InputError(where + ": expert parallel size " + std::to_string(pool.tp) + " does not divide the " +
@@ -258,6 +331,7 @@ ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::
     for (int size = 1; size < 32; ++size) e.cuda_graph_batch_sizes.push_back(size);
     for (int size : {32, 64, kTrtllmCudaGraphMaxBatch}) e.cuda_graph_batch_sizes.push_back(size);
   }
+  if (auto speculative = serving.optional_object("speculative")) s.speculative = read_speculative(*speculative, s.model, base_dir);
   defaults = read_pool(serving, defaults);
   if (auto disaggregation = serving.optional_object("disaggregation")) {
     for (const char* role : {"prefill", "decode"}) {
@@ -308,6 +382,22 @@ std::string to_string(PoolRole role) {
     case PoolRole::unified: return "unified";
     case PoolRole::prefill: return "prefill";
     case PoolRole::decode: return "decode";
+  }
+  return "?";
+}
+
+double expected_tokens_per_step(const std::vector<double>& accepted_by_position) {
+  double expected = 1;
+  for (double p : accepted_by_position) expected += p;
+  return expected;
+}
+
+std::string to_string(SpeculativeSpec::Method method) {
+  switch (method) {
+    case SpeculativeSpec::Method::none: return "none";
+    case SpeculativeSpec::Method::draft: return "draft";
+    case SpeculativeSpec::Method::eagle: return "eagle";
+    case SpeculativeSpec::Method::mtp: return "mtp";
   }
   return "?";
 }

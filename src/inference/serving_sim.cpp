@@ -147,6 +147,10 @@ class ServingSimulation final : public engine::FlowDriver {
 
   ServeOutcome take_outcome() {
     for (const auto& o : outcome_.requests) outcome_.end_s = std::max(outcome_.end_s, o.finish_s);
+    for (std::size_t r = 0; r < schedulers_.size(); ++r) {
+      outcome_.replicas[r].spec_decode_steps = schedulers_[r].decode_steps();
+      outcome_.replicas[r].spec_accepted_tokens = schedulers_[r].accepted_tokens();
+    }
     for (std::size_t i = 0; i < seqs_.size(); ++i) {
       outcome_.requests[i].preemptions = seqs_[i].preemptions;
       outcome_.requests[i].cached_tokens = seqs_[i].cached;

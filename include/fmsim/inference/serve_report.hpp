@@ -42,6 +42,8 @@ struct ServeSummary {
   double kv_utilization_mean = 0, kv_utilization_peak = 0;
   long long preemptions = 0;
   double prefix_cached_fraction = 0;    ///< prompt tokens served from the prefix cache
+  /// Speculative decoding: tokens a sequence's decode step gained on average (empty when off).
+  std::optional<double> speculative_tokens_per_step;
   int gpus = 0, nodes = 0;
   std::optional<double> usd_per_hour, usd_per_million_tokens;
   /// The measurement window without warm-up and drain (empty offline); steady_state.hpp.

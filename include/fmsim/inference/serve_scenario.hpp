@@ -77,6 +77,24 @@ struct WorkloadSpec {
   std::uint64_t seed = 1;
 };
 
+/// Speculative decoding (docs/model.md, "Speculative decoding"): a proposer drafts k tokens per decoding
+/// sequence, the target verifies them in one forward pass over k + 1 tokens and keeps the longest
+/// accepted prefix plus one token of its own.
+struct SpeculativeSpec {
+  enum class Method { none, draft, eagle, mtp } method = Method::none;
+  int k = 0;                               ///< num_speculative_tokens
+  /// Per draft position i = 1..k: the probability that the draft's first i tokens are all accepted (as
+  /// vLLM's per-position acceptance metrics count them); from a scalar a (i.i.d.): a^i.
+  std::vector<double> accepted_by_position;
+  double expected_tokens_per_step = 1;     ///< 1 + sum of accepted_by_position
+  workload::ModelSpec draft_model;         ///< method draft
+  bool enabled() const { return method != Method::none; }
+};
+
+/// The expected tokens a sequence gains per verify step: 1 + sum_i p_i; for i.i.d. acceptance a,
+/// (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023, eq. 1).
+double expected_tokens_per_step(const std::vector<double>& accepted_by_position);
+
 struct SloSpec {
   std::optional<double> ttft_s, tpot_s, e2e_s;
   double percentile = 99;                  ///< the percentile that must meet them (sweep, slo_met)
@@ -92,6 +110,7 @@ struct ServeScenario {
   double kv_bytes_per_element = 2;         ///< kv_cache_dtype: bf16 2, fp8 1
   std::vector<PoolSpec> pools;             ///< one unified pool, or prefill then decode
   RouterPolicy router = RouterPolicy::least_outstanding;
+  SpeculativeSpec speculative;
   WorkloadSpec workload;
   SloSpec slo;
   bool disaggregated() const { return pools.size() == 2; }
@@ -107,5 +126,6 @@ std::string to_string(WeightPrecision precision);
 std::string to_string(PoolRole role);
 std::string to_string(RouterPolicy policy);
 std::string to_string(EngineKind kind);
+std::string to_string(SpeculativeSpec::Method method);
 
 }  // namespace fmsim::inference

@@ -37,6 +37,8 @@ struct ReplicaStats {
   long long kv_blocks = 0;
   long long peak_kv_blocks = 0;
   long long preemptions = 0;
+  long long spec_decode_steps = 0;     ///< speculative decoding: sequence decode steps (per sample)
+  long long spec_accepted_tokens = 0;  ///< and the tokens they gained
 };
 
 struct IterationRecord {
