@@ -152,6 +152,11 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
                           : " HBM x gpu_memory_utilization " + number_text(pool.engine.gpu_memory_utilization)) +
                      "), leaving no KV cache; raise TP or PP, lower precision or max_num_batched_tokens");
   }
+  // vLLM's num_gpu_blocks_override: the KV cache holds exactly this many blocks.
+  if (pool.engine.num_gpu_blocks_override > 0) {
+    memory_.kv_blocks = pool.engine.num_gpu_blocks_override;
+    memory_.kv_capacity_tokens = memory_.kv_blocks * pool.engine.block_size;
+  }
   // The largest iteration: the token budget, or the largest decode batch (max_num_seqs) padded up to
   // its CUDA graph (with speculative decoding, k + 1 rows per sequence, within the token budget).
   const int largest_padded = std::max(cuda_graph_batch(pool.engine, pool.engine.max_num_seqs),
@@ -160,6 +165,21 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   by_tokens_.resize(table);
   known_.assign(table, 0);
   if (spec_k_ > 0) draft_by_rows_.assign(2 * table, -1.0);
+
+  // KV offloading (vLLM kv_offloading_size, TensorRT-LLM host_cache_size): a host tier for cached
+  // blocks, over the instance's host link (PCIe Gen4/Gen5, or NVLink-C2C to Grace memory on GB200/GB300;
+  // catalog host_gpu_bandwidth). It pays when a token's KV comes back faster than its prefill runs.
+  if (pool.engine.kv_offload_bytes > 0) {
+    memory_.host_kv_bytes_per_gpu = pool.engine.kv_offload_bytes / pool.gpus_per_replica();
+    const double host_tokens = std::floor(memory_.host_kv_bytes_per_gpu / memory_.kv_bytes_per_token_per_gpu) * ranks_holding_distinct_sequences;
+    memory_.host_kv_blocks = static_cast<long long>(host_tokens / pool.engine.block_size);
+  }
+  memory_.host_link_Bps = scenario.cluster.instance.host_gpu_bandwidth_Bps;
+  if (memory_.host_link_Bps > 0) memory_.reload_s_per_token = memory_.kv_bytes_per_token_per_gpu / memory_.host_link_Bps;
+  {
+    const int budget = pool.engine.max_num_batched_tokens;
+    memory_.recompute_s_per_token = per_token_count(budget).gpu_s() * pool.pp / budget;
+  }
 }
 
 double ReplicaModel::allreduce_s(double bytes) const {
@@ -325,6 +345,9 @@ IterationBreakdown ReplicaModel::breakdown(const BatchShape& batch) const {
     }
     parts.draft_s = draft;
   }
+  // Offloaded prefix blocks found in host memory are copied back over the host link before the forward
+  // (serialized with it: vLLM's offloading connector starts the load when it schedules the request).
+  if (batch.host_load_tokens > 0) parts.kv_load_s = batch.host_load_tokens * memory_.reload_s_per_token;
   const int sampled = batch.sampled_rows + spec_k_ * batch.draft_sequences + (padded - tokens);
   if (sampled > 0) {
     const double vocab_slice = m.vocab / static_cast<double>(pool_.tp);

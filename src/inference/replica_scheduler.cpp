@@ -14,7 +14,33 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 ReplicaScheduler::ReplicaScheduler(const ReplicaModel& model)
     : model_(model), options_(model.pool().engine), total_blocks_(model.memory().kv_blocks), free_blocks_(total_blocks_),
-      spec_k_(model.speculative_tokens()), spec_expected_(model.expected_tokens_per_step()) {}
+      spec_k_(model.speculative_tokens()), spec_expected_(model.expected_tokens_per_step()) {
+  // Prefix caching without a fixed hit rate: a radix tree over the blocks of shared prefixes, with a
+  // host tier when KV offloading is configured and reloading pays (docs/model.md, "KV cache beyond HBM").
+  if (options_.prefix_caching && options_.prefix_cache_hit_rate == 0) {
+    load_host_hits_ = model.offload_pays();
+    tree_ = std::make_unique<PrefixTree>(load_host_hits_ ? model.memory().host_kv_blocks : 0);
+  }
+}
+
+ReplicaScheduler::PrefixCounters ReplicaScheduler::prefix_counters() const {
+  PrefixCounters c = counters_;
+  if (tree_) {
+    c.gpu_evictions = tree_->gpu_evictions();
+    c.host_drops = tree_->host_drops();
+  }
+  return c;
+}
+
+void ReplicaScheduler::release_all(SeqState& s) {
+  const auto shared = static_cast<long long>(s.prefix_nodes.size());
+  free_blocks_ += s.blocks - shared;
+  if (shared > 0) {
+    tree_->release(s.prefix_nodes);
+    s.prefix_nodes.clear();
+  }
+  s.blocks = 0;
+}
 
 long long kv_blocks_for(int samples, int block_size, long long prefilled, long long gen_kv) {
   if (samples == 1) return ceil_div(prefilled + gen_kv, block_size);
@@ -22,9 +48,9 @@ long long kv_blocks_for(int samples, int block_size, long long prefilled, long l
 }
 
 void ReplicaScheduler::preempt(SeqState& s) {
-  // Recompute: the KV is dropped; later the prompt and everything generated so far are prefilled again.
-  free_blocks_ += s.blocks;
-  s.blocks = 0;
+  // Recompute: the KV is dropped; later the prompt and everything generated so far are prefilled again
+  // (a cached prefix is found again on re-admission).
+  release_all(s);
   running_samples_ -= s.samples;
   const long long all_tokens = s.target + static_cast<long long>(s.samples) * s.gen_kv;
   s.target = all_tokens;
@@ -80,7 +106,7 @@ std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::ve
     const long long need = std::max<long long>(
         0, (prefill ? blocks_for(s, s.prefilled + tokens, 0) : blocks_for(s, s.prefilled, s.gen_kv + 1 + spec_k_)) - s.blocks);
     bool self_preempted = false;
-    while (need > free_blocks_) {
+    while (need > available()) {
       const int victim = running_.back();
       running_.pop_back();
       preempt(seqs[static_cast<std::size_t>(victim)]);
@@ -92,7 +118,7 @@ std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::ve
       }
     }
     if (self_preempted) break;
-    free_blocks_ -= need;
+    take(need);
     s.blocks += need;
     add(s, seq, tokens, prefill);
     ++i;
@@ -110,15 +136,49 @@ std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::ve
         s.prefilled = std::min(hit, s.target - 1);
         s.cached = static_cast<int>(s.prefilled);
       }
-      s.fresh = false;
+    }
+    // Prefix tree: the prompt's shared prefix, as far as whole blocks of it are cached in HBM (held
+    // at once) or in host memory (loaded into fresh blocks when reloading pays; else recomputed).
+    PrefixTree::Match match;
+    int loaded = 0;
+    const long long block = options_.block_size;
+    if (tree_ && s.prefix_group >= 0 && s.prefilled == 0) {
+      const int wanted = static_cast<int>(std::min<long long>(s.prefix_tokens, s.target - 1) / block);
+      match = tree_->match(s.prefix_group, wanted);
+      loaded = load_host_hits_ ? match.host : 0;
+      s.prefilled = (match.gpu + loaded) * block;
+      if (s.fresh) counters_.looked_up_tokens += wanted * block;
     }
     const long long remaining = s.target - s.prefilled;
-    if (!options_.chunked_prefill && remaining > budget) break;
+    const int held = match.gpu + loaded;
+    auto undo_match = [&] { s.prefilled -= held * block; };
+    if (!options_.chunked_prefill && remaining > budget) {
+      undo_match();
+      break;
+    }
     const int tokens = static_cast<int>(std::min(remaining, budget));
-    const long long need = (options_.guaranteed_no_evict ? blocks_for(s, s.target, s.output + spec_k_) : blocks_for(s, s.prefilled + tokens, 0)) - s.blocks;
-    if (need > free_blocks_) break;
+    // Blocks beyond the matched ones: loaded host blocks and the rest of the prompt (or, reserving,
+    // everything up to the end of the output).
+    const long long need = (options_.guaranteed_no_evict ? blocks_for(s, s.target, s.output + spec_k_) : blocks_for(s, s.prefilled + tokens, 0)) -
+                           s.blocks - match.gpu;
+    if (need > available() - match.gpu_evictable) {
+      undo_match();
+      break;
+    }
     waiting_.pop_front();
-    free_blocks_ -= need;
+    if (held > 0) {
+      tree_->acquire(match, loaded);  // before take(): the matched blocks must not be evicted for it
+      s.prefix_nodes.assign(match.path.begin(), match.path.begin() + held);
+      s.blocks += match.gpu;
+      if (s.fresh) {
+        counters_.gpu_hit_tokens += match.gpu * block;
+        counters_.host_hit_tokens += loaded * block;
+        s.cached = static_cast<int>(s.prefilled);
+      }
+      shape.host_load_tokens += static_cast<int>(loaded * block);
+    }
+    s.fresh = false;
+    take(need);
     s.blocks += need;
     running_.push_back(seq);
     running_samples_ += s.samples;
@@ -135,9 +195,21 @@ void ReplicaScheduler::complete(std::vector<SeqState>& seqs, const std::vector<S
     if (entry.prefill) {
       s.prefilled += entry.tokens;
       if (s.prefilled < s.target) continue;
+      // The prompt is in KV: its shared prefix's whole blocks join the tree (held by this sequence).
+      if (tree_ && s.prefix_group >= 0) {
+        const int prefix_blocks = static_cast<int>(std::min<long long>(s.prefix_tokens, s.target) / options_.block_size);
+        const int have = static_cast<int>(s.prefix_nodes.size());
+        if (prefix_blocks > have) free_blocks_ += tree_->insert(s.prefix_group, have, prefix_blocks, s.prefix_nodes);
+      }
       if (s.generated == 0) first_tokens.push_back(entry.seq);
       ++s.generated;
       if (handoff && s.generated < s.output) {
+        // The KV leaves from the private blocks (the caller frees them); the tree keeps the prefix.
+        if (!s.prefix_nodes.empty()) {
+          s.blocks -= static_cast<long long>(s.prefix_nodes.size());
+          tree_->release(s.prefix_nodes);
+          s.prefix_nodes.clear();
+        }
         handed_off.push_back(entry.seq);
         running_samples_ -= s.samples;
         removed = true;
@@ -152,8 +224,7 @@ void ReplicaScheduler::complete(std::vector<SeqState>& seqs, const std::vector<S
       }
     }
     if (s.generated >= s.output) {
-      free_blocks_ += s.blocks;
-      s.blocks = 0;
+      release_all(s);
       running_samples_ -= s.samples;
       finished.push_back(entry.seq);
       removed = true;

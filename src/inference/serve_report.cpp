@@ -137,7 +137,13 @@ ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
               (!scenario.slo.e2e_s || sorted_percentile(e2e, q) <= *scenario.slo.e2e_s);
   double held = 0, utilization_sum = 0;
   long long spec_steps = 0, spec_tokens = 0;
+  ServeSummary::PrefixCache prefix;
   for (const auto& r : outcome.replicas) {
+    prefix.looked_up_tokens += r.prefix_looked_up_tokens;
+    prefix.gpu_hit_tokens += r.prefix_gpu_hit_tokens;
+    prefix.host_hit_tokens += r.prefix_host_hit_tokens;
+    prefix.gpu_evictions += r.prefix_gpu_evictions;
+    prefix.host_drops += r.prefix_host_drops;
     spec_steps += r.spec_decode_steps;
     spec_tokens += r.spec_accepted_tokens;
     s.preemptions += r.preemptions;
@@ -146,6 +152,9 @@ ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
     utilization_sum += utilization;
     s.kv_utilization_peak = std::max(s.kv_utilization_peak, static_cast<double>(r.peak_kv_blocks) / static_cast<double>(r.kv_blocks));
   }
+  bool prefix_tree = false;
+  for (const auto& pool : scenario.pools) prefix_tree = prefix_tree || (pool.engine.prefix_caching && pool.engine.prefix_cache_hit_rate == 0);
+  if (prefix_tree && (scenario.workload.prefix_groups > 0 || prefix.looked_up_tokens > 0)) s.prefix_cache = prefix;
   if (scenario.speculative.enabled() && spec_steps > 0) s.speculative_tokens_per_step = static_cast<double>(spec_tokens) / spec_steps;
   s.kv_utilization_mean = utilization_sum / static_cast<double>(outcome.replicas.size());
   s.mean_concurrency = held / s.duration_s;
@@ -209,6 +218,16 @@ nlohmann::json pool_json(const ServingPlan& plan, int index) {
             {"runtime_bytes", m.reserve_bytes_per_gpu},
             {"kv_cache_bytes", m.kv_bytes_per_gpu},
             {"kv_bytes_per_token", m.kv_bytes_per_token_per_gpu}}},
+          {"num_gpu_blocks_override", e.num_gpu_blocks_override > 0 ? nlohmann::json(e.num_gpu_blocks_override) : nlohmann::json(nullptr)},
+          {"kv_offload",
+           {{"kv_offloading_size_bytes", e.kv_offload_bytes},
+            {"host_kv_bytes_per_gpu", m.host_kv_bytes_per_gpu},
+            {"host_kv_blocks_per_replica", m.host_kv_blocks},
+            {"host_kv_capacity_tokens_per_replica", m.host_kv_blocks * e.block_size},
+            {"host_link_Bps", m.host_link_Bps},
+            {"reload_s_per_token", m.reload_s_per_token},
+            {"recompute_s_per_token", m.recompute_s_per_token},
+            {"pays", plan.model(index).offload_pays()}}},
           {"kv_blocks_per_replica", m.kv_blocks},
           {"kv_capacity_tokens_per_replica", m.kv_capacity_tokens}};
 }
@@ -260,6 +279,17 @@ nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& s, const Ser
   doc["preemptions"] = s.preemptions;
   doc["prefix_cached_fraction"] = s.prefix_cached_fraction;
   doc["speculative_tokens_per_step"] = optional_number(s.speculative_tokens_per_step);
+  if (s.prefix_cache) {
+    const auto& p = *s.prefix_cache;
+    doc["prefix_cache"] = {{"looked_up_tokens", p.looked_up_tokens},
+                           {"gpu_hit_tokens", p.gpu_hit_tokens},
+                           {"host_hit_tokens", p.host_hit_tokens},
+                           {"hit_rate", p.hit_rate()},
+                           {"gpu_evictions", p.gpu_evictions},
+                           {"host_drops", p.host_drops}};
+  } else {
+    doc["prefix_cache"] = nullptr;
+  }
   doc["usd_per_hour"] = optional_number(s.usd_per_hour);
   doc["usd_per_million_tokens"] = optional_number(s.usd_per_million_tokens);
   nlohmann::json replicas = nlohmann::json::array();
@@ -323,6 +353,24 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
   row("TPOT", s.tpot_s);
   row("end-to-end", s.e2e_s);
   if (scenario.disaggregated()) row("KV transfer", s.kv_transfer_s);
+  if (s.prefix_cache) {
+    const auto& p = *s.prefix_cache;
+    std::snprintf(line, sizeof line, "prefix tree: %.1f%% of shared-prefix tokens found (%.1f%% in HBM, %.1f%% reloaded from host "
+                  "memory); %lld blocks evicted from HBM, %lld dropped from the host tier\n", 100 * p.hit_rate(),
+                  p.looked_up_tokens > 0 ? 100.0 * p.gpu_hit_tokens / p.looked_up_tokens : 0.0,
+                  p.looked_up_tokens > 0 ? 100.0 * p.host_hit_tokens / p.looked_up_tokens : 0.0, p.gpu_evictions, p.host_drops);
+    out += line;
+  }
+  for (int p = 0; p < static_cast<int>(scenario.pools.size()); ++p) {
+    const ReplicaMemory& m = plan.model(p).memory();
+    if (m.host_kv_blocks <= 0) continue;
+    std::snprintf(line, sizeof line, "KV offload (%s): %s host memory per GPU = %lld tokens per replica over %s; reload %s/token vs "
+                  "recompute %s/token: %s\n", to_string(scenario.pools[static_cast<std::size_t>(p)].role).c_str(),
+                  units::format_bytes(m.host_kv_bytes_per_gpu).c_str(), m.host_kv_blocks * scenario.pools[static_cast<std::size_t>(p)].engine.block_size,
+                  units::format_bandwidth(m.host_link_Bps).c_str(), units::format_time(m.reload_s_per_token).c_str(),
+                  units::format_time(m.recompute_s_per_token).c_str(), plan.model(p).offload_pays() ? "reloading pays" : "recomputing is faster (host tier unused)");
+    out += line;
+  }
   if (scenario.speculative.enabled()) {
     const SpeculativeSpec& spec = scenario.speculative;
     std::snprintf(line, sizeof line, "speculative decoding (%s, k = %d): %.3f tokens per decode step expected, %.3f measured\n",

@@ -12,6 +12,7 @@
 #include "fmsim/config/json_file.hpp"
 #include "fmsim/config/object_reader.hpp"
 #include "fmsim/inference/serving_constants.hpp"
+#include "fmsim/units/format.hpp"
 #include "fmsim/workload/scenario.hpp"
 
 namespace fmsim::inference {
@@ -56,6 +57,11 @@ PoolSpec read_pool(ObjectReader& r, PoolSpec base) {
       r.fail("prefix_cache_hit_rate", "0 unless enable_prefix_caching is true");
     }
   }
+  if (r.has("kv_offloading_size")) {
+    e.kv_offload_bytes = r.quantity_or("kv_offloading_size", units::Dimension::bytes, e.kv_offload_bytes);
+    if (!(e.kv_offload_bytes >= 0) || !std::isfinite(e.kv_offload_bytes)) r.fail("kv_offloading_size", "host memory for the KV cache per replica, like \"200GiB\" (0 = none)");
+  }
+  e.num_gpu_blocks_override = r.int_or("num_gpu_blocks_override", e.num_gpu_blocks_override, 0, std::int64_t{1} << 40);
   e.iteration_overhead_s = r.quantity_or("iteration_overhead", units::Dimension::time, e.iteration_overhead_s);
   e.host_per_sequence_s = r.quantity_or("host_time_per_sequence", units::Dimension::time, e.host_per_sequence_s);
   e.response_per_token_s = r.quantity_or("response_time_per_token", units::Dimension::time, e.response_per_token_s);
@@ -145,6 +151,11 @@ WorkloadSpec read_workload(ObjectReader& r, const std::filesystem::path& base_di
   }
   w.input = read_length(r, "input_tokens");
   w.output = read_length(r, "output_tokens");
+  if (auto prefix = r.optional_object("shared_prefix")) {
+    w.prefix_groups = static_cast<int>(prefix->required_int("groups", 1, kMaxRequests));
+    w.prefix_tokens = static_cast<int>(prefix->required_int("tokens", 1, kMaxTokens));
+    prefix->reject_unknown_keys();
+  }
   return w;
 }
 
@@ -252,6 +263,21 @@ void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::stri
                        " attention heads and " + std::to_string(d.kv_heads) + " KV heads (the draft runs at the target's TP)");
     }
   }
+  if (pool.engine.kv_offload_bytes > 0) {
+    // Each GPU's share of the replica's host KV, times the instance's GPUs, must fit its host memory.
+    const auto& instance = s.cluster.instance;
+    const double per_gpu = pool.engine.kv_offload_bytes / pool.gpus_per_replica();
+    const double per_node = per_gpu * s.cluster.gpus_per_node;
+    if (instance.host_memory_bytes <= 0) {
+      throw InputError(where + ": kv_offloading_size needs the host memory of " + instance.name + ", which the catalog does not give");
+    }
+    if (per_node > instance.host_memory_bytes) {
+      throw InputError(where + ": kv_offloading_size = " + units::format_bytes(pool.engine.kv_offload_bytes) + " per replica of " +
+                       std::to_string(pool.gpus_per_replica()) + " GPUs is " + units::format_bytes(per_node) + " per " + instance.name +
+                       " (" + std::to_string(s.cluster.gpus_per_node) + " GPUs), more than its " +
+                       units::format_bytes(instance.host_memory_bytes) + " of host memory");
+    }
+  }
   if (pool.expert_parallel && !m.is_moe()) throw InputError(where + ": enable_expert_parallel needs a mixture-of-experts model; " + m.name + " is dense");
   if (pool.expert_parallel && m.moe.experts % pool.tp != 0) {
     throw InputError(where + ": expert parallel size " + std::to_string(pool.tp) + " does not divide the " +
@@ -356,6 +382,14 @@ ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::
   // each request's output once, at its end.
   for (auto& pool : s.pools) {
     if (!pool.engine.stream_tokens_given) pool.engine.stream_tokens = s.workload.arrival != WorkloadSpec::Arrival::offline;
+  }
+  if (s.workload.prefix_groups > 0) {
+    for (const auto& pool : s.pools) {
+      if (pool.engine.prefix_caching && pool.engine.prefix_cache_hit_rate > 0) {
+        throw InputError(file.path + ": /serving/prefix_cache_hit_rate: a fixed hit rate and workload.shared_prefix exclude each other "
+                         "(with shared prefixes the prefix tree finds the hits); remove prefix_cache_hit_rate");
+      }
+    }
   }
   if (auto slo = root.optional_object("slo")) s.slo = read_slo(*slo);
   root.reject_unknown_keys();

@@ -44,6 +44,12 @@ struct ServeSummary {
   double prefix_cached_fraction = 0;    ///< prompt tokens served from the prefix cache
   /// Speculative decoding: tokens a sequence's decode step gained on average (empty when off).
   std::optional<double> speculative_tokens_per_step;
+  /// Prefix tree over shared prefixes: tokens looked up and found (HBM, host memory), evictions.
+  struct PrefixCache {
+    long long looked_up_tokens = 0, gpu_hit_tokens = 0, host_hit_tokens = 0, gpu_evictions = 0, host_drops = 0;
+    double hit_rate() const { return looked_up_tokens > 0 ? static_cast<double>(gpu_hit_tokens + host_hit_tokens) / looked_up_tokens : 0.0; }
+  };
+  std::optional<PrefixCache> prefix_cache;   ///< empty unless the workload has shared prefixes and caching is on
   int gpus = 0, nodes = 0;
   std::optional<double> usd_per_hour, usd_per_million_tokens;
   /// The measurement window without warm-up and drain (empty offline); steady_state.hpp.

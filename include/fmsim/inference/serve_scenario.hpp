@@ -38,6 +38,8 @@ struct EngineOptions {
   double kv_free_memory_fraction = 0;
   bool prefix_caching = false;
   double prefix_cache_hit_rate = 0.0;      ///< fraction of each prompt found in the cache (when enabled)
+  double kv_offload_bytes = 0;             ///< kv_offloading_size: host memory for KV per replica (0 = none)
+  long long num_gpu_blocks_override = 0;   ///< vLLM's: the KV cache holds this many blocks (0 = as memory allows)
   double iteration_overhead_s = 0;         ///< host-side time per iteration (scheduler, launch)
   double host_per_sequence_s = 0;          ///< host time per scheduled sequence (inputs, bookkeeping)
   double response_per_token_s = 0;         ///< host time per token returned to a client (streamed)
@@ -74,6 +76,10 @@ struct WorkloadSpec {
   std::filesystem::path trace;             ///< JSON Lines or CSV
   LengthSpec input, output;
   int samples_per_prompt = 1;              ///< parallel sampling: sequences sharing one prompt
+  /// Shared prefixes (system prompts): each request starts with one of `prefix_groups` prefixes of
+  /// `prefix_tokens` tokens, drawn uniformly, before its own input_tokens (0 groups = none).
+  int prefix_groups = 0;
+  int prefix_tokens = 0;
   std::uint64_t seed = 1;
 };
 
