@@ -64,16 +64,7 @@ std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::ve
   shape = BatchShape{};
   std::vector<int> preempted;
   long long budget = options_.max_num_batched_tokens;
-  auto add = [&](SeqState& s, int seq, int tokens, bool prefill) {
-    // Speculative decoding gains spec_expected_ tokens per step on average: each step takes the whole
-    // tokens of the running credit (deterministic, its mean exact), never more than the output left.
-    int accepted = 1;
-    if (!prefill && spec_k_ > 0) {
-      s.spec_credit += spec_expected_;
-      accepted = static_cast<int>(std::floor(s.spec_credit));
-      s.spec_credit -= accepted;
-      accepted = std::clamp(accepted, 1, std::max(1, s.output - s.generated));
-    }
+  auto add = [&](SeqState& s, int seq, int tokens, bool prefill, int accepted) {
     batch.push_back({seq, tokens, prefill, accepted});
     budget -= tokens;
     const bool samples_last = s.generated + accepted >= s.output;
@@ -120,7 +111,16 @@ std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::ve
     if (self_preempted) break;
     take(need);
     s.blocks += need;
-    add(s, seq, tokens, prefill);
+    // Speculative decoding gains spec_expected_ tokens per step on average: each step takes the whole
+    // tokens of the running credit (deterministic, its mean exact), never more than the output left.
+    int accepted = 1;
+    if (!prefill && spec_k_ > 0) {
+      s.spec_credit += spec_expected_;
+      accepted = static_cast<int>(std::floor(s.spec_credit));
+      s.spec_credit -= accepted;
+      accepted = std::clamp(accepted, 1, std::max(1, s.output - s.generated));
+    }
+    add(s, seq, tokens, prefill, accepted);
     ++i;
   }
   // 2. Waiting sequences, first come first served, unless this iteration had to preempt.
@@ -182,7 +182,7 @@ std::vector<int> ReplicaScheduler::schedule(std::vector<SeqState>& seqs, std::ve
     s.blocks += need;
     running_.push_back(seq);
     running_samples_ += s.samples;
-    add(s, seq, tokens, true);
+    add(s, seq, tokens, true, 1);
   }
   return preempted;
 }

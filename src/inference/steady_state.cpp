@@ -17,10 +17,10 @@ double percentile_sorted(const std::vector<double>& sorted, double percentile) {
   return sorted[below] + (position - static_cast<double>(below)) * (sorted[above] - sorted[below]);
 }
 
-SteadyPercentiles percentiles(std::vector<double> values) {
+/// Of values already sorted.
+SteadyPercentiles percentiles(const std::vector<double>& values) {
   SteadyPercentiles p;
   if (values.empty()) return p;
-  std::sort(values.begin(), values.end());
   p.p50 = percentile_sorted(values, 50);
   p.p90 = percentile_sorted(values, 90);
   p.p99 = percentile_sorted(values, 99);
@@ -28,9 +28,16 @@ SteadyPercentiles percentiles(std::vector<double> values) {
   return p;
 }
 
+/// One percentile of unsorted values (partial selection, no full sort).
 double percentile_within(std::vector<double> values, double percentile) {
-  std::sort(values.begin(), values.end());
-  return percentile_sorted(values, percentile);
+  if (values.empty()) return 0.0;
+  const double position = percentile / 100.0 * static_cast<double>(values.size() - 1);
+  const auto below = static_cast<std::size_t>(std::floor(position));
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(below), values.end());
+  const double low = values[below];
+  if (below + 1 >= values.size()) return low;
+  const double high = *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(below) + 1, values.end());
+  return low + (position - static_cast<double>(below)) * (high - low);
 }
 
 std::string format(const char* pattern, double a, double b) {
@@ -119,6 +126,7 @@ std::optional<SteadyState> steady_state(const ServeScenario& scenario, const Ser
     s.ttft_slope = slope;
     s.ttft_rise = mean_y > 0 ? slope * length / mean_y : 0.0;
   }
+  for (auto* values : {&ttft, &tpot, &e2e}) std::sort(values->begin(), values->end());
   s.ttft_s = percentiles(ttft);
   s.tpot_s = percentiles(tpot);
   s.e2e_s = percentiles(e2e);
@@ -139,9 +147,9 @@ std::optional<SteadyState> steady_state(const ServeScenario& scenario, const Ser
     s.steady = true;
   }
   const double q = scenario.slo.percentile;
-  s.slo_met = all_done && !ttft.empty() && (!scenario.slo.ttft_s || percentile_within(ttft, q) <= *scenario.slo.ttft_s) &&
-              (!scenario.slo.tpot_s || percentile_within(tpot, q) <= *scenario.slo.tpot_s) &&
-              (!scenario.slo.e2e_s || percentile_within(e2e, q) <= *scenario.slo.e2e_s);
+  s.slo_met = all_done && !ttft.empty() && (!scenario.slo.ttft_s || percentile_sorted(ttft, q) <= *scenario.slo.ttft_s) &&
+              (!scenario.slo.tpot_s || percentile_sorted(tpot, q) <= *scenario.slo.tpot_s) &&
+              (!scenario.slo.e2e_s || percentile_sorted(e2e, q) <= *scenario.slo.e2e_s);
   return s;
 }
 
