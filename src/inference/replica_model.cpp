@@ -81,6 +81,46 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   const double vocab_params = pool.pp == 1 ? (counts.embedding + counts.output) / tp : std::max(counts.embedding, counts.output) / tp;
   memory_.weight_bytes_per_gpu = layer_params * weight_bytes + vocab_params * kActivationBytes;
 
+  // Speculative decoding: the proposer's weights and KV (it shares the target's block pool: vLLM
+  // allocates the draft layers' KV in the same blocks), and its shape for the draft passes.
+  const SpeculativeSpec& spec = scenario.speculative;
+  if (spec.enabled()) {
+    spec_k_ = spec.k;
+    spec_expected_ = spec.expected_tokens_per_step;
+    const double fc_params = 2.0 * m.hidden * m.hidden;  // EAGLE fc / MTP eh_proj: [embedding; hidden] -> hidden
+    if (spec.method == SpeculativeSpec::Method::draft) {
+      // A whole smaller model at the target's TP and precision (vLLM draft_tensor_parallel_size).
+      const auto& d = spec.draft_model;
+      draft_model_ = d;
+      draft_layers_ = d.layers;
+      const auto draft_counts = workload::count_parameters(d);
+      draft_weight_bytes_per_gpu_ = d.layers * (draft_counts.attention_per_layer + draft_counts.dense_mlp_per_layer) / tp * weight_bytes +
+                                    (draft_counts.embedding + draft_counts.output) / tp * kActivationBytes;
+      const double draft_layer_unique = 2.0 * d.kv_heads * d.head_dim * kv_element;
+      draft_kv_bytes_per_token_gpu_ = d.layers * 2.0 * std::max(1.0, d.kv_heads / tp) * d.head_dim * kv_element;
+      kv_transfer_bytes_per_token_ += d.layers * draft_layer_unique;
+      draft_attention_width_per_gpu_ = d.heads * 2.0 * d.head_dim / tp;
+    } else {
+      // EAGLE: one decoder layer of the target's shape with a dense MLP (the EAGLE-1/2 heads published
+      // for Llama, Qwen and DeepSeek targets), fed by an fc over [embedding; feature]. MTP (DeepSeek-V3
+      // section 2.2): the model's own module, a block of the last layer's kind with eh_proj; vLLM and
+      // SGLang run it k times for k drafts. Both share the target's embedding and LM head.
+      draft_model_ = m;
+      draft_layers_ = 1;
+      draft_fc_in_ = 2.0 * m.hidden;
+      const bool mtp = spec.method == SpeculativeSpec::Method::mtp;
+      if (!mtp && draft_model_.ffn <= 0) draft_model_.ffn = m.moe.expert_ffn;
+      draft_moe_layers_ = mtp && m.layer_is_moe(m.layers - 1) ? 1 : 0;
+      draft_weight_bytes_per_gpu_ = mtp ? counts.mtp / tp * weight_bytes
+                                        : (attention_params + workload::count_parameters(draft_model_).dense_mlp_per_layer / tp + fc_params) * weight_bytes;
+      const int kv_layers = mtp ? m.mtp_layers : 1;
+      draft_kv_bytes_per_token_gpu_ = kv_layers * per_layer_gpu;
+      kv_transfer_bytes_per_token_ += kv_layers * per_layer_unique;
+      draft_attention_width_per_gpu_ = attention_width_per_gpu_;
+    }
+    memory_.weight_bytes_per_gpu += draft_weight_bytes_per_gpu_;
+  }
+
   // Activation workspace at the largest batch (vLLM profiles a forward pass of max_num_batched_tokens):
   // hidden state, residual and norm output, QKV, the MLP's gate/up output, and the sampler's logits.
   const double t_max = pool.engine.max_num_batched_tokens;
@@ -95,7 +135,7 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   memory_.kv_bytes_per_gpu = usable - memory_.weight_bytes_per_gpu - memory_.activation_bytes_per_gpu - memory_.reserve_bytes_per_gpu;
   // TensorRT-LLM: the KV cache takes a fraction of the memory free after the model is loaded.
   if (pool.engine.kv_free_memory_fraction > 0) memory_.kv_bytes_per_gpu *= pool.engine.kv_free_memory_fraction;
-  memory_.kv_bytes_per_token_per_gpu = per_layer_gpu * stage_layers_;
+  memory_.kv_bytes_per_token_per_gpu = per_layer_gpu * stage_layers_ + draft_kv_bytes_per_token_gpu_;
   const double ranks_holding_distinct_sequences = pool.dp_attention ? tp : 1.0;
   const double tokens = std::floor(std::max(0.0, memory_.kv_bytes_per_gpu) / memory_.kv_bytes_per_token_per_gpu) *
                         ranks_holding_distinct_sequences;
@@ -112,12 +152,34 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
                           : " HBM x gpu_memory_utilization " + number_text(pool.engine.gpu_memory_utilization)) +
                      "), leaving no KV cache; raise TP or PP, lower precision or max_num_batched_tokens");
   }
+  // vLLM's num_gpu_blocks_override: the KV cache holds exactly this many blocks.
+  if (pool.engine.num_gpu_blocks_override > 0) {
+    memory_.kv_blocks = pool.engine.num_gpu_blocks_override;
+    memory_.kv_capacity_tokens = memory_.kv_blocks * pool.engine.block_size;
+  }
   // The largest iteration: the token budget, or the largest decode batch (max_num_seqs) padded up to
-  // its CUDA graph.
-  const int largest_padded = cuda_graph_batch(pool.engine, pool.engine.max_num_seqs);
+  // its CUDA graph (with speculative decoding, k + 1 rows per sequence, within the token budget).
+  const int largest_padded = std::max(cuda_graph_batch(pool.engine, pool.engine.max_num_seqs),
+                                      spec_k_ > 0 ? cuda_graph_batch(pool.engine, pool.engine.max_num_batched_tokens) : 0);
   const std::size_t table = static_cast<std::size_t>(std::max(pool.engine.max_num_batched_tokens, largest_padded)) + 1;
   by_tokens_.resize(table);
   known_.assign(table, 0);
+  if (spec_k_ > 0) draft_by_rows_.assign(2 * table, -1.0);
+
+  // KV offloading (vLLM kv_offloading_size, TensorRT-LLM host_cache_size): a host tier for cached
+  // blocks, over the instance's host link (PCIe Gen4/Gen5, or NVLink-C2C to Grace memory on GB200/GB300;
+  // catalog host_gpu_bandwidth). It pays when a token's KV comes back faster than its prefill runs.
+  if (pool.engine.kv_offload_bytes > 0) {
+    memory_.host_kv_bytes_per_gpu = pool.engine.kv_offload_bytes / pool.gpus_per_replica();
+    const double host_tokens = std::floor(memory_.host_kv_bytes_per_gpu / memory_.kv_bytes_per_token_per_gpu) * ranks_holding_distinct_sequences;
+    memory_.host_kv_blocks = static_cast<long long>(host_tokens / pool.engine.block_size);
+  }
+  memory_.host_link_Bps = scenario.cluster.instance.host_gpu_bandwidth_Bps;
+  if (memory_.host_link_Bps > 0) memory_.reload_s_per_token = memory_.kv_bytes_per_token_per_gpu / memory_.host_link_Bps;
+  {
+    const int budget = pool.engine.max_num_batched_tokens;
+    memory_.recompute_s_per_token = per_token_count(budget).gpu_s() * pool.pp / budget;
+  }
 }
 
 double ReplicaModel::allreduce_s(double bytes) const {
@@ -131,7 +193,29 @@ double ReplicaModel::alltoall_s(double bytes) const {
 }
 
 double ReplicaModel::stage_linear(int tokens, IterationBreakdown& out) const {
-  const auto& m = scenario_.model;
+  return linear_costs(scenario_.model, stage_layers_, moe_stage_layers_, tokens, out);
+}
+
+double ReplicaModel::draft_pass_s(int rows) const {
+  // Two memoized values per row count: [2 r] the layers and fc alone (the proposer's prefill), [2 r + 1]
+  // a whole draft pass (plus the LM head and the greedy pick over the vocabulary slice).
+  const auto index = 2 * static_cast<std::size_t>(std::clamp(rows, 0, static_cast<int>(draft_by_rows_.size() / 2) - 1));
+  if (draft_by_rows_[index] < 0) {
+    const auto& d = draft_model_;
+    IterationBreakdown parts;
+    double linear = rows > 0 ? linear_costs(d, draft_layers_, draft_moe_layers_, rows, parts) : 0.0;
+    if (rows > 0 && draft_fc_in_ > 0) linear += compute_.gemm_s({static_cast<double>(rows), static_cast<double>(d.hidden), draft_fc_in_}, math_);
+    const double vocab_slice = d.vocab / static_cast<double>(pool_.tp);
+    const double head = rows > 0 ? compute_.gemm_s({static_cast<double>(rows), vocab_slice, static_cast<double>(d.hidden)}, compute::MathPrecision::bf16) +
+                                       compute_.memory_s(2.0 * rows * vocab_slice * kLogitBytes)
+                                 : 0.0;
+    draft_by_rows_[index] = linear;
+    draft_by_rows_[index + 1] = linear + head;
+  }
+  return draft_by_rows_[index + 1];
+}
+
+double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int moe_layers_here, int tokens, IterationBreakdown& out) const {
   const double tp = pool_.tp, t = tokens;
   const double overhead = compute::kGemmFixedOverhead_s;
   auto gemm = [&](double rows, double k, double n) { return compute_.gemm_s({rows, n, k}, math_); };
@@ -167,18 +251,18 @@ double ReplicaModel::stage_linear(int tokens, IterationBreakdown& out) const {
     moe_mlp += gemm(t, m.hidden, experts);  // router
     if (m.moe.shared_ffn > 0) moe_mlp += gemm(t, m.hidden, gate * m.moe.shared_ffn / tp) + gemm(t, m.moe.shared_ffn / tp, m.hidden);
   }
-  const int moe_layers = moe_stage_layers_, dense_layers = stage_layers_ - moe_stage_layers_;
-  out.gemm_s += stage_layers_ * attention_gemms + dense_layers * dense_mlp + moe_layers * moe_mlp;
+  const int moe_layers = moe_layers_here, dense_layers = layers - moe_layers_here;
+  out.gemm_s += layers * attention_gemms + dense_layers * dense_mlp + moe_layers * moe_mlp;
   // Two fused norm + residual kernels and one activation kernel per layer, HBM-bound.
   const double mlp_width = m.is_moe() ? m.moe.expert_ffn * m.moe.experts_per_token / tp : m.ffn / tp;
-  out.memory_ops_s += stage_layers_ * (2 * compute_.memory_s(3.0 * t * m.hidden * kActivationBytes) +
+  out.memory_ops_s += layers * (2 * compute_.memory_s(3.0 * t * m.hidden * kActivationBytes) +
                                        compute_.memory_s(1.5 * gate * t * mlp_width * kActivationBytes));
   // MoE: the tokens' hidden states are permuted into expert order before the grouped GEMMs and
   // un-permuted and weighted back after (each pass reads and writes t x k rows; TensorRT-LLM's
   // moePermute / finalizeMoeRouting, vLLM's moe_align + moe_sum kernels), HBM-bound.
   if (m.is_moe()) {
     const double routed_rows = (pool_.dp_attention ? std::ceil(t / tp) : t) * m.moe.experts_per_token;
-    out.memory_ops_s += moe_stage_layers_ * 2 * compute_.memory_s(2.0 * routed_rows * m.hidden * kActivationBytes);
+    out.memory_ops_s += moe_layers_here * 2 * compute_.memory_s(2.0 * routed_rows * m.hidden * kActivationBytes);
   }
   // TP: an all-reduce after attention (unless DP attention) and after the MLP; EP: dispatch and combine.
   const double hidden_bytes = t * m.hidden * kActivationBytes;
@@ -188,7 +272,7 @@ double ReplicaModel::stage_linear(int tokens, IterationBreakdown& out) const {
   // not the replica's whole batch (the all-to-all's size is the bytes one rank sends).
   const double rank_share_bytes = std::ceil(t / tp) * m.hidden * kActivationBytes;
   const double moe_comm = pool_.expert_parallel ? 2.0 * alltoall_s(rank_share_bytes * m.moe.experts_per_token) : dense_comm;
-  out.communication_s += stage_layers_ * attention_comm + dense_layers * dense_comm + moe_layers * moe_comm;
+  out.communication_s += layers * attention_comm + dense_layers * dense_comm + moe_layers * moe_comm;
   return out.total_s();
 }
 
@@ -244,7 +328,27 @@ IterationBreakdown ReplicaModel::breakdown(const BatchShape& batch) const {
   }
   // LM head on the sampled rows (vocabulary-parallel, BF16), then the sampler: the FP32 logits of each
   // row over the rank's vocabulary slice are written and read back (softmax / argmax / top-k), HBM-bound.
-  const int sampled = batch.sampled_rows + (padded - tokens);
+  // Speculative decoding: the proposer drafts k tokens for each decoding sequence, one pass per token
+  // (its layers at the graph-padded batch, reading its own KV), and runs over the prompt chunks; the
+  // target's pass above already covers k + 1 rows per sequence, and samples (rejection sampling) on all.
+  if (spec_k_ > 0) {
+    double draft = 0;
+    if (batch.draft_sequences > 0) {
+      const double kv_read = compute_.memory_s(batch.decode_context_tokens * draft_kv_bytes_per_token_gpu_ / ranks);
+      draft += spec_k_ * (draft_pass_s(cuda_graph_batch(engine, batch.draft_sequences)) + kv_read);
+    }
+    if (batch.prefill_tokens > 0) {
+      draft_pass_s(batch.prefill_tokens);
+      draft += draft_by_rows_[2 * static_cast<std::size_t>(std::min(batch.prefill_tokens, static_cast<int>(draft_by_rows_.size() / 2) - 1))];
+      const double flops = 2.0 * batch.prefill_attention_pairs * draft_attention_width_per_gpu_ / ranks;
+      if (flops > 0) draft += draft_layers_ * compute_.attention_s(flops, false, batch.prefill_attention_pairs / batch.prefill_tokens);
+    }
+    parts.draft_s = draft;
+  }
+  // Offloaded prefix blocks found in host memory are copied back over the host link before the forward
+  // (serialized with it: vLLM's offloading connector starts the load when it schedules the request).
+  if (batch.host_load_tokens > 0) parts.kv_load_s = batch.host_load_tokens * memory_.reload_s_per_token;
+  const int sampled = batch.sampled_rows + spec_k_ * batch.draft_sequences + (padded - tokens);
   if (sampled > 0) {
     const double vocab_slice = m.vocab / static_cast<double>(pool_.tp);
     parts.gemm_s += compute_.gemm_s({static_cast<double>(sampled), vocab_slice, static_cast<double>(m.hidden)},
@@ -256,7 +360,7 @@ IterationBreakdown ReplicaModel::breakdown(const BatchShape& batch) const {
   // With DP attention each rank runs its own scheduler over its own sequences (TensorRT-LLM's
   // attention DP, SGLang's DP attention): the host work splits over the TP ranks.
   const double host_ranks = pool_.dp_attention ? pool_.tp : 1.0;
-  const double sequences = std::ceil((batch.decode_tokens + batch.prefill_sequences) / host_ranks);
+  const double sequences = std::ceil((batch.decode_tokens - spec_k_ * batch.draft_sequences + batch.prefill_sequences) / host_ranks);
   const double responses = std::ceil((engine.stream_tokens ? batch.sampled_rows : batch.finishing_rows) / host_ranks);
   parts.overhead_s = engine.iteration_overhead_s + engine.host_per_sequence_s * sequences + engine.response_per_token_s * responses;
   parts.host_overlapped = engine.overlap_scheduler;

@@ -5,9 +5,11 @@
 // most recently admitted sequence is preempted (its blocks freed, recomputed later). Internal to
 // src/inference.
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "fmsim/inference/replica_model.hpp"
+#include "prefix_tree.hpp"
 
 namespace fmsim::inference {
 
@@ -24,6 +26,10 @@ struct SeqState {
   bool fresh = true;          ///< never admitted: the prefix cache may hold part of the prompt
   int cached = 0;
   int preemptions = 0;
+  double spec_credit = 0;     ///< speculative decoding: fraction of a token carried to the next step
+  int prefix_group = -1;      ///< shared-prefix workload: the prompt's prefix (-1 = none)
+  int prefix_tokens = 0;      ///< its length (the prompt's first tokens)
+  std::vector<int> prefix_nodes;  ///< prefix-tree blocks this sequence holds (counted in blocks, not private)
   bool in_prefill() const { return prefilled < target; }
 };
 
@@ -36,6 +42,7 @@ struct ScheduledSeq {
   int seq = 0;
   int tokens = 0;
   bool prefill = false;
+  int accepted = 1;           ///< decode: tokens this step adds per sample (more than 1 with speculation)
 };
 
 class ReplicaScheduler {
@@ -64,14 +71,33 @@ class ReplicaScheduler {
   /// Returns blocks to the free pool (a handed-off sequence's, once its KV has left).
   void free_blocks(long long blocks) { free_blocks_ += blocks; }
 
+  /// Prefix tree counters: prompt tokens of shared prefixes looked up (whole blocks, first admissions),
+  /// found in HBM, found in host memory and loaded; blocks evicted from HBM and dropped from the host.
+  struct PrefixCounters {
+    long long looked_up_tokens = 0, gpu_hit_tokens = 0, host_hit_tokens = 0, gpu_evictions = 0, host_drops = 0;
+  };
+  PrefixCounters prefix_counters() const;
+
   std::deque<int>& waiting() { return waiting_; }
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   long long used_blocks() const { return total_blocks_ - free_blocks_; }
   long long total_blocks() const { return total_blocks_; }
   int running_sequences() const { return running_samples_; }
+  /// Speculative decoding: decode steps of sequences (per sample) and the tokens they gained.
+  long long decode_steps() const { return decode_steps_; }
+  long long accepted_tokens() const { return accepted_tokens_; }
 
  private:
   void preempt(SeqState& s);
+  /// Blocks an allocation may take: free ones plus cached prefix blocks no sequence holds.
+  long long available() const { return free_blocks_ + (tree_ ? tree_->evictable() : 0); }
+  /// Takes `need` blocks (need <= available()), evicting cached prefix blocks when the free ones run out.
+  void take(long long need) {
+    if (need > free_blocks_) free_blocks_ += tree_->evict(need - free_blocks_);
+    free_blocks_ -= need;
+  }
+  /// A sequence gives back its private blocks and its prefix-tree blocks.
+  void release_all(SeqState& s);
 
   const ReplicaModel& model_;
   const EngineOptions& options_;
@@ -79,6 +105,12 @@ class ReplicaScheduler {
   std::deque<int> waiting_;
   long long total_blocks_ = 0, free_blocks_ = 0;
   int running_samples_ = 0;   ///< sequences (samples) holding a slot, reserved ones included
+  int spec_k_ = 0;            ///< tokens drafted per decode step (0 = no speculative decoding)
+  double spec_expected_ = 1;  ///< tokens a decode step gains on average
+  long long decode_steps_ = 0, accepted_tokens_ = 0;
+  std::unique_ptr<PrefixTree> tree_;  ///< prefix caching over a shared-prefix workload
+  bool load_host_hits_ = false;       ///< reloading an offloaded block is faster than recomputing it
+  PrefixCounters counters_;
 };
 
 }  // namespace fmsim::inference

@@ -90,7 +90,21 @@ std::vector<Request> read_trace(const std::filesystem::path& path, int default_s
   std::vector<Request> requests;
   std::string line;
   int number = 0;
-  int arrival_column = -1, input_column = -1, output_column = -1;
+  int arrival_column = -1, input_column = -1, output_column = -1, prefix_id_column = -1, prefix_tokens_column = -1;
+  // A shared prefix: its id (a whole number >= 0) and its length (1 to the prompt's length).
+  auto set_prefix = [&](Request& request, double id, double tokens) {
+    if (!(id >= 0) || id != std::floor(id) || id > 2147483647.0) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%.17g", id);
+      trace_error(path, number, std::string("prefix_id = ") + text + ": expected a whole number >= 0");
+    }
+    request.prefix_group = static_cast<int>(id);
+    request.prefix_tokens = positive_count(path, number, "prefix_tokens", tokens);
+    if (request.prefix_tokens > request.input_tokens) {
+      trace_error(path, number, "prefix_tokens = " + std::to_string(request.prefix_tokens) + ": expected at most input_tokens (" +
+                                    std::to_string(request.input_tokens) + "), the prefix being the prompt's first tokens");
+    }
+  };
   while (std::getline(in, line)) {
     ++number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -103,13 +117,18 @@ std::vector<Request> read_trace(const std::filesystem::path& path, int default_s
           if (cells[i] == "arrival_s") arrival_column = i;
           if (cells[i] == "input_tokens") input_column = i;
           if (cells[i] == "output_tokens") output_column = i;
+          if (cells[i] == "prefix_id") prefix_id_column = i;
+          if (cells[i] == "prefix_tokens") prefix_tokens_column = i;
         }
         if (arrival_column < 0 || input_column < 0 || output_column < 0) {
           trace_error(path, number, "expected a CSV header naming arrival_s, input_tokens and output_tokens");
         }
         continue;
       }
-      const int needed = std::max({arrival_column, input_column, output_column});
+      if ((prefix_id_column < 0) != (prefix_tokens_column < 0)) {
+        trace_error(path, number, "expected both prefix_id and prefix_tokens columns, or neither");
+      }
+      const int needed = std::max({arrival_column, input_column, output_column, prefix_id_column, prefix_tokens_column});
       if (static_cast<int>(cells.size()) <= needed) trace_error(path, number, "expected " + std::to_string(needed + 1) + " columns");
       double values[3];
       const int columns[3] = {arrival_column, input_column, output_column};
@@ -121,6 +140,15 @@ std::vector<Request> read_trace(const std::filesystem::path& path, int default_s
       request.arrival_s = values[0];
       request.input_tokens = positive_count(path, number, "input_tokens", values[1]);
       request.output_tokens = positive_count(path, number, "output_tokens", values[2]);
+      if (prefix_id_column >= 0) {
+        double id = 0, tokens = 0;
+        for (auto [column, value] : {std::pair{prefix_id_column, &id}, std::pair{prefix_tokens_column, &tokens}}) {
+          if (!decimal_number(cells[column], *value)) {
+            trace_error(path, number, quote_for_message(cells[column]) + " is not a decimal number (like 0.25, 812 or 1e3)");
+          }
+        }
+        set_prefix(request, id, tokens);
+      }
     } else {
       nlohmann::json object = nlohmann::json::parse(line, nullptr, false);
       if (object.is_discarded() || !object.is_object()) trace_error(path, number, "expected one JSON object per line");
@@ -128,8 +156,9 @@ std::vector<Request> read_trace(const std::filesystem::path& path, int default_s
         if (!object.contains(key) || !object[key].is_number()) trace_error(path, number, std::string("expected a number for \"") + key + "\"");
       }
       for (const auto& item : object.items()) {
-        if (item.key() != "arrival_s" && item.key() != "input_tokens" && item.key() != "output_tokens" && item.key() != "samples") {
-          trace_error(path, number, "unknown key \"" + item.key() + "\" (known: arrival_s, input_tokens, output_tokens, samples)");
+        if (item.key() != "arrival_s" && item.key() != "input_tokens" && item.key() != "output_tokens" && item.key() != "samples" &&
+            item.key() != "prefix_id" && item.key() != "prefix_tokens") {
+          trace_error(path, number, "unknown key \"" + item.key() + "\" (known: arrival_s, input_tokens, output_tokens, samples, prefix_id, prefix_tokens)");
         }
       }
       request.arrival_s = object["arrival_s"].get<double>();
@@ -138,6 +167,15 @@ std::vector<Request> read_trace(const std::filesystem::path& path, int default_s
       if (object.contains("samples")) {
         if (!object["samples"].is_number()) trace_error(path, number, "expected a number for \"samples\"");
         request.samples = positive_count(path, number, "samples", object["samples"].get<double>());
+      }
+      if (object.contains("prefix_id") != object.contains("prefix_tokens")) {
+        trace_error(path, number, "expected both \"prefix_id\" and \"prefix_tokens\", or neither");
+      }
+      if (object.contains("prefix_id")) {
+        for (const char* key : {"prefix_id", "prefix_tokens"}) {
+          if (!object[key].is_number()) trace_error(path, number, std::string("expected a number for \"") + key + "\"");
+        }
+        set_prefix(request, object["prefix_id"].get<double>(), object["prefix_tokens"].get<double>());
       }
     }
     if (!(request.arrival_s >= 0) || !std::isfinite(request.arrival_s)) {
@@ -156,7 +194,7 @@ std::vector<Request> read_trace(const std::filesystem::path& path, int default_s
 
 std::vector<Request> make_requests(const WorkloadSpec& workload) {
   if (workload.arrival == WorkloadSpec::Arrival::trace) return read_trace(workload.trace, workload.samples_per_prompt);
-  std::mt19937_64 lengths(workload.seed), gaps(workload.seed ^ 0x9e3779b97f4a7c15ULL);
+  std::mt19937_64 lengths(workload.seed), gaps(workload.seed ^ 0x9e3779b97f4a7c15ULL), prefixes(workload.seed ^ 0xbf58476d1ce4e5b9ULL);
   std::vector<Request> requests(static_cast<std::size_t>(workload.requests));
   double clock = 0;
   for (int i = 0; i < workload.requests; ++i) {
@@ -165,6 +203,12 @@ std::vector<Request> make_requests(const WorkloadSpec& workload) {
     r.input_tokens = draw_length(workload.input, lengths);
     r.output_tokens = draw_length(workload.output, lengths);
     r.samples = workload.samples_per_prompt;
+    if (workload.prefix_groups > 0) {
+      // Its own stream: adding prefixes keeps every request's lengths and arrival.
+      r.prefix_group = std::min(workload.prefix_groups - 1, static_cast<int>(unit(prefixes) * workload.prefix_groups));
+      r.prefix_tokens = workload.prefix_tokens;
+      r.input_tokens += workload.prefix_tokens;
+    }
     if (workload.arrival == WorkloadSpec::Arrival::poisson) {
       clock += -std::log(unit(gaps)) / workload.rate_per_s;
       r.arrival_s = clock;

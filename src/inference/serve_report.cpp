@@ -52,6 +52,38 @@ double percentile_value(const Percentiles& p, double percentile) {
 
 nlohmann::json optional_number(const std::optional<double>& value) { return value ? nlohmann::json(*value) : nlohmann::json(nullptr); }
 
+nlohmann::json to_json(const std::optional<SteadyState>& steady) {
+  if (!steady) return nullptr;
+  const SteadyState& w = *steady;
+  auto p = [](const SteadyPercentiles& x) { return nlohmann::json{{"p50", x.p50}, {"p90", x.p90}, {"p99", x.p99}, {"mean", x.mean}}; };
+  return {{"window_start_s", w.window_start_s},
+          {"window_end_s", w.window_end_s},
+          {"measured_requests", w.measured_requests},
+          {"offered_requests_per_s", w.offered_requests_per_s},
+          {"achieved_requests_per_s", w.achieved_requests_per_s},
+          {"completion_shift_s", w.completion_shift_s},
+          {"achieved_output_tokens_per_s", w.achieved_output_tokens_per_s},
+          {"completion_ratio", w.completion_ratio},
+          {"ttft_slope", w.ttft_slope},
+          {"ttft_rise", w.ttft_rise},
+          {"ttft_s", p(w.ttft_s)},
+          {"tpot_s", p(w.tpot_s)},
+          {"e2e_latency_s", p(w.e2e_s)},
+          {"steady", w.steady},
+          {"reason", w.reason},
+          {"slo_met", w.slo_met},
+          {"sustained", w.sustained()},
+          {"criterion",
+           {{"warmup_fraction", kWarmupFraction},
+            {"drain_fraction", kDrainFraction},
+            {"fill_percentile", kFillPercentile},
+            {"max_warmup_fraction", kMaxWarmupFraction},
+            {"min_completion_ratio", kMinCompletionRatio},
+            {"max_ttft_rise", kMaxTtftRise},
+            {"max_ttft_slope", kMaxTtftSlope},
+            {"min_window_requests", kMinWindowRequests}}}};
+}
+
 ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
   const auto& scenario = plan.scenario();
   ServeSummary s;
@@ -61,6 +93,7 @@ ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
   double first_arrival = INFINITY, last_arrival = -INFINITY, input_tokens = 0, output_tokens = 0, cached = 0;
   std::vector<double> ttft, tpot, e2e, queue, transfer;
   int good = 0;
+  s.steady = steady_state(scenario, outcome);
   for (const auto& o : outcome.requests) {
     first_arrival = std::min(first_arrival, o.arrival_s);
     last_arrival = std::max(last_arrival, o.arrival_s);
@@ -103,13 +136,26 @@ ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
               (!scenario.slo.tpot_s || sorted_percentile(tpot, q) <= *scenario.slo.tpot_s) &&
               (!scenario.slo.e2e_s || sorted_percentile(e2e, q) <= *scenario.slo.e2e_s);
   double held = 0, utilization_sum = 0;
+  long long spec_steps = 0, spec_tokens = 0;
+  ServeSummary::PrefixCache prefix;
   for (const auto& r : outcome.replicas) {
+    prefix.looked_up_tokens += r.prefix_looked_up_tokens;
+    prefix.gpu_hit_tokens += r.prefix_gpu_hit_tokens;
+    prefix.host_hit_tokens += r.prefix_host_hit_tokens;
+    prefix.gpu_evictions += r.prefix_gpu_evictions;
+    prefix.host_drops += r.prefix_host_drops;
+    spec_steps += r.spec_decode_steps;
+    spec_tokens += r.spec_accepted_tokens;
     s.preemptions += r.preemptions;
     held += r.request_seconds;
     const double utilization = r.kv_block_seconds / (static_cast<double>(r.kv_blocks) * s.duration_s);
     utilization_sum += utilization;
     s.kv_utilization_peak = std::max(s.kv_utilization_peak, static_cast<double>(r.peak_kv_blocks) / static_cast<double>(r.kv_blocks));
   }
+  bool prefix_tree = false;
+  for (const auto& pool : scenario.pools) prefix_tree = prefix_tree || (pool.engine.prefix_caching && pool.engine.prefix_cache_hit_rate == 0);
+  if (prefix_tree && (scenario.workload.prefix_groups > 0 || prefix.looked_up_tokens > 0)) s.prefix_cache = prefix;
+  if (scenario.speculative.enabled() && spec_steps > 0) s.speculative_tokens_per_step = static_cast<double>(spec_tokens) / spec_steps;
   s.kv_utilization_mean = utilization_sum / static_cast<double>(outcome.replicas.size());
   s.mean_concurrency = held / s.duration_s;
   if (scenario.cluster.usd_per_hour_per_node) {
@@ -123,6 +169,19 @@ namespace {
 
 nlohmann::json to_json(const Percentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"max", p.max}};
+}
+
+nlohmann::json speculative_json(const ServingPlan& plan, int index) {
+  const SpeculativeSpec& spec = plan.scenario().speculative;
+  if (!spec.enabled()) return nullptr;
+  const ReplicaModel& model = plan.model(index);
+  return {{"method", to_string(spec.method)},
+          {"num_speculative_tokens", spec.k},
+          {"acceptance_by_position", spec.accepted_by_position},
+          {"expected_tokens_per_step", spec.expected_tokens_per_step},
+          {"draft_model", spec.method == SpeculativeSpec::Method::draft ? nlohmann::json(spec.draft_model.name) : nlohmann::json(nullptr)},
+          {"draft_weights_bytes_per_gpu", model.draft_weight_bytes_per_gpu()},
+          {"draft_kv_bytes_per_token_per_gpu", model.draft_kv_bytes_per_token_per_gpu()}};
 }
 
 nlohmann::json pool_json(const ServingPlan& plan, int index) {
@@ -152,12 +211,23 @@ nlohmann::json pool_json(const ServingPlan& plan, int index) {
           {"stream_tokens", e.stream_tokens},
           {"cuda_graph_padding", e.cuda_graph_padding},
           {"cuda_graph_batch_sizes", e.cuda_graph_batch_sizes},
+          {"speculative", speculative_json(plan, index)},
           {"memory_per_gpu",
            {{"weights_bytes", m.weight_bytes_per_gpu},
             {"activations_bytes", m.activation_bytes_per_gpu},
             {"runtime_bytes", m.reserve_bytes_per_gpu},
             {"kv_cache_bytes", m.kv_bytes_per_gpu},
             {"kv_bytes_per_token", m.kv_bytes_per_token_per_gpu}}},
+          {"num_gpu_blocks_override", e.num_gpu_blocks_override > 0 ? nlohmann::json(e.num_gpu_blocks_override) : nlohmann::json(nullptr)},
+          {"kv_offload",
+           {{"kv_offloading_size_bytes", e.kv_offload_bytes},
+            {"host_kv_bytes_per_gpu", m.host_kv_bytes_per_gpu},
+            {"host_kv_blocks_per_replica", m.host_kv_blocks},
+            {"host_kv_capacity_tokens_per_replica", m.host_kv_blocks * e.block_size},
+            {"host_link_Bps", m.host_link_Bps},
+            {"reload_s_per_token", m.reload_s_per_token},
+            {"recompute_s_per_token", m.recompute_s_per_token},
+            {"pays", plan.model(index).offload_pays()}}},
           {"kv_blocks_per_replica", m.kv_blocks},
           {"kv_capacity_tokens_per_replica", m.kv_capacity_tokens}};
 }
@@ -204,9 +274,22 @@ nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& s, const Ser
   doc["slo_goodput"] = optional_number(s.slo_goodput);
   doc["slo_goodput_requests_per_s"] = s.goodput_requests_per_s;
   doc["slo_met"] = s.slo_met;
+  doc["steady_state"] = to_json(s.steady);
   doc["kv_cache_utilization"] = {{"mean", s.kv_utilization_mean}, {"peak", s.kv_utilization_peak}};
   doc["preemptions"] = s.preemptions;
   doc["prefix_cached_fraction"] = s.prefix_cached_fraction;
+  doc["speculative_tokens_per_step"] = optional_number(s.speculative_tokens_per_step);
+  if (s.prefix_cache) {
+    const auto& p = *s.prefix_cache;
+    doc["prefix_cache"] = {{"looked_up_tokens", p.looked_up_tokens},
+                           {"gpu_hit_tokens", p.gpu_hit_tokens},
+                           {"host_hit_tokens", p.host_hit_tokens},
+                           {"hit_rate", p.hit_rate()},
+                           {"gpu_evictions", p.gpu_evictions},
+                           {"host_drops", p.host_drops}};
+  } else {
+    doc["prefix_cache"] = nullptr;
+  }
   doc["usd_per_hour"] = optional_number(s.usd_per_hour);
   doc["usd_per_million_tokens"] = optional_number(s.usd_per_million_tokens);
   nlohmann::json replicas = nlohmann::json::array();
@@ -251,6 +334,14 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
     std::snprintf(line, sizeof line, "offline (every request at once); achieved %.2f req/s\n", s.requests_per_s);
   }
   out += line;
+  if (s.steady) {
+    const SteadyState& w = *s.steady;
+    std::snprintf(line, sizeof line, "steady-state window (arrivals %.1f-%.1f s, %d requests; warm-up and last %.0f%% left out): "
+                  "offered %.2f req/s, achieved %.2f req/s: %s\n", w.window_start_s, w.window_end_s, w.measured_requests,
+                  100 * kDrainFraction, w.offered_requests_per_s, w.achieved_requests_per_s,
+                  w.steady ? "steady" : w.reason.c_str());
+    out += line;
+  }
   std::snprintf(line, sizeof line, "%-14s %10s %10s %10s %10s\n", "", "p50", "p90", "p99", "mean");
   out += line;
   auto row = [&](const char* name, const Percentiles& p) {
@@ -262,6 +353,30 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
   row("TPOT", s.tpot_s);
   row("end-to-end", s.e2e_s);
   if (scenario.disaggregated()) row("KV transfer", s.kv_transfer_s);
+  if (s.prefix_cache) {
+    const auto& p = *s.prefix_cache;
+    std::snprintf(line, sizeof line, "prefix tree: %.1f%% of shared-prefix tokens found (%.1f%% in HBM, %.1f%% reloaded from host "
+                  "memory); %lld blocks evicted from HBM, %lld dropped from the host tier\n", 100 * p.hit_rate(),
+                  p.looked_up_tokens > 0 ? 100.0 * p.gpu_hit_tokens / p.looked_up_tokens : 0.0,
+                  p.looked_up_tokens > 0 ? 100.0 * p.host_hit_tokens / p.looked_up_tokens : 0.0, p.gpu_evictions, p.host_drops);
+    out += line;
+  }
+  for (int p = 0; p < static_cast<int>(scenario.pools.size()); ++p) {
+    const ReplicaMemory& m = plan.model(p).memory();
+    if (m.host_kv_blocks <= 0) continue;
+    std::snprintf(line, sizeof line, "KV offload (%s): %s host memory per GPU = %lld tokens per replica over %s; reload %s/token vs "
+                  "recompute %s/token: %s\n", to_string(scenario.pools[static_cast<std::size_t>(p)].role).c_str(),
+                  units::format_bytes(m.host_kv_bytes_per_gpu).c_str(), m.host_kv_blocks * scenario.pools[static_cast<std::size_t>(p)].engine.block_size,
+                  units::format_bandwidth(m.host_link_Bps).c_str(), units::format_time(m.reload_s_per_token).c_str(),
+                  units::format_time(m.recompute_s_per_token).c_str(), plan.model(p).offload_pays() ? "reloading pays" : "recomputing is faster (host tier unused)");
+    out += line;
+  }
+  if (scenario.speculative.enabled()) {
+    const SpeculativeSpec& spec = scenario.speculative;
+    std::snprintf(line, sizeof line, "speculative decoding (%s, k = %d): %.3f tokens per decode step expected, %.3f measured\n",
+                  to_string(spec.method).c_str(), spec.k, spec.expected_tokens_per_step, s.speculative_tokens_per_step.value_or(0.0));
+    out += line;
+  }
   std::snprintf(line, sizeof line, "\nKV cache use %.0f%% mean, %.0f%% peak; %lld preemptions; %.1f requests in flight on average\n",
                 100 * s.kv_utilization_mean, 100 * s.kv_utilization_peak, s.preemptions, s.mean_concurrency);
   out += line;
@@ -269,6 +384,11 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
     std::snprintf(line, sizeof line, "SLO goodput %.1f%% of requests (%.2f req/s); p%g within the SLOs: %s\n", 100 * *s.slo_goodput,
                   s.goodput_requests_per_s, scenario.slo.percentile, s.slo_met ? "yes" : "no");
     out += line;
+    if (s.steady) {
+      std::snprintf(line, sizeof line, "steady state: p%g of the window's requests within the SLOs: %s; sustained: %s\n",
+                    scenario.slo.percentile, s.steady->slo_met ? "yes" : "no", s.steady->sustained() ? "yes" : "no");
+      out += line;
+    }
   }
   if (s.usd_per_million_tokens) {
     std::snprintf(line, sizeof line, "cost %s per hour, %s per million output tokens\n", units::format_usd(*s.usd_per_hour).c_str(),

@@ -12,6 +12,7 @@
 #include "fmsim/config/json_file.hpp"
 #include "fmsim/config/object_reader.hpp"
 #include "fmsim/inference/serving_constants.hpp"
+#include "fmsim/units/format.hpp"
 #include "fmsim/workload/scenario.hpp"
 
 namespace fmsim::inference {
@@ -56,6 +57,11 @@ PoolSpec read_pool(ObjectReader& r, PoolSpec base) {
       r.fail("prefix_cache_hit_rate", "0 unless enable_prefix_caching is true");
     }
   }
+  if (r.has("kv_offloading_size")) {
+    e.kv_offload_bytes = r.quantity_or("kv_offloading_size", units::Dimension::bytes, e.kv_offload_bytes);
+    if (!(e.kv_offload_bytes >= 0) || !std::isfinite(e.kv_offload_bytes)) r.fail("kv_offloading_size", "host memory for the KV cache per replica, like \"200GiB\" (0 = none)");
+  }
+  e.num_gpu_blocks_override = r.int_or("num_gpu_blocks_override", e.num_gpu_blocks_override, 0, std::int64_t{1} << 40);
   e.iteration_overhead_s = r.quantity_or("iteration_overhead", units::Dimension::time, e.iteration_overhead_s);
   e.host_per_sequence_s = r.quantity_or("host_time_per_sequence", units::Dimension::time, e.host_per_sequence_s);
   e.response_per_token_s = r.quantity_or("response_time_per_token", units::Dimension::time, e.response_per_token_s);
@@ -145,6 +151,11 @@ WorkloadSpec read_workload(ObjectReader& r, const std::filesystem::path& base_di
   }
   w.input = read_length(r, "input_tokens");
   w.output = read_length(r, "output_tokens");
+  if (auto prefix = r.optional_object("shared_prefix")) {
+    w.prefix_groups = static_cast<int>(prefix->required_int("groups", 1, kMaxRequests));
+    w.prefix_tokens = static_cast<int>(prefix->required_int("tokens", 1, kMaxTokens));
+    prefix->reject_unknown_keys();
+  }
   return w;
 }
 
@@ -157,6 +168,72 @@ SloSpec read_slo(ObjectReader& r) {
   if (slo.percentile > 100) r.fail("percentile", "a percentile in (0, 100]");
   r.reject_unknown_keys();
   return slo;
+}
+
+/// Upper limit of num_speculative_tokens (engines run 1-8; EAGLE trees reach ~60 nodes, not modelled).
+constexpr std::int64_t kMaxSpeculativeTokens = 32;
+
+/// serving.speculative: {"method": "draft|eagle|mtp", "num_speculative_tokens": k, "acceptance_rate":
+/// a or [p_1, ..., p_k], "draft_model": preset or config (method draft only)}.
+SpeculativeSpec read_speculative(ObjectReader& r, const workload::ModelSpec& target, const std::filesystem::path& base_dir) {
+  SpeculativeSpec spec;
+  const std::string method = r.choice_or("method", {"draft", "eagle", "mtp"}, "");
+  if (method.empty()) r.fail("method", "one of \"draft\" (a smaller draft model), \"eagle\" (an EAGLE head), \"mtp\" (the model's multi-token-prediction heads)");
+  spec.method = method == "draft" ? SpeculativeSpec::Method::draft : method == "eagle" ? SpeculativeSpec::Method::eagle
+                                                                                       : SpeculativeSpec::Method::mtp;
+  if (!r.has("num_speculative_tokens")) r.fail("num_speculative_tokens", "the number of tokens drafted per step, an integer from 1 to " + std::to_string(kMaxSpeculativeTokens));
+  const json& k_value = r.required_value("num_speculative_tokens");
+  if (!k_value.is_number_integer() || k_value.get<long long>() < 1 || k_value.get<long long>() > kMaxSpeculativeTokens) {
+    r.fail("num_speculative_tokens", "an integer from 1 to " + std::to_string(kMaxSpeculativeTokens) + " (k < 1 drafts nothing)");
+  }
+  spec.k = static_cast<int>(k_value.get<long long>());
+  if (!r.has("acceptance_rate")) {
+    r.fail("acceptance_rate", "an acceptance rate in [0, 1] (i.i.d. per drafted token) or a list of " + std::to_string(spec.k) + " per-position rates");
+  }
+  const json& a = r.required_value("acceptance_rate");
+  const std::string fraction = "in [0, 1]";
+  if (a.is_number()) {
+    const double rate = a.get<double>();
+    if (!(rate >= 0 && rate <= 1)) r.fail("acceptance_rate", "an acceptance rate " + fraction + " (the probability that a drafted token is accepted)");
+    double p = 1;
+    for (int i = 0; i < spec.k; ++i) spec.accepted_by_position.push_back(p *= rate);
+  } else if (a.is_array()) {
+    if (static_cast<int>(a.size()) != spec.k) {
+      r.fail("acceptance_rate", "one acceptance rate per drafted position (" + std::to_string(spec.k) + " = num_speculative_tokens)");
+    }
+    double previous = 1;
+    for (const json& value : a) {
+      if (!value.is_number() || !(value.get<double>() >= 0 && value.get<double>() <= 1)) {
+        r.fail("acceptance_rate", "per-position acceptance rates " + fraction + "; found " + value.dump());
+      }
+      if (value.get<double>() > previous) {
+        r.fail("acceptance_rate", "rates that do not increase with the position (position i counts drafts whose first i tokens were all "
+                                  "accepted, as vLLM's per-position metrics do)");
+      }
+      previous = value.get<double>();
+      spec.accepted_by_position.push_back(previous);
+    }
+  } else {
+    r.fail("acceptance_rate", "an acceptance rate " + fraction + " or a list of " + std::to_string(spec.k) + " per-position rates");
+  }
+  spec.expected_tokens_per_step = expected_tokens_per_step(spec.accepted_by_position);
+  if (spec.method == SpeculativeSpec::Method::draft) {
+    if (!r.has("draft_model")) r.fail("draft_model", "a draft model (a preset such as \"llama3.1-8b\" or a config) for method \"draft\"");
+    spec.draft_model = workload::expand_model(r.required_value("draft_model"), r.file(), base_dir);
+    if (spec.draft_model.vocab != target.vocab) {
+      r.fail("draft_model", "a draft model with the target's vocabulary (" + std::to_string(target.vocab) + " tokens; " +
+                                spec.draft_model.name + " has " + std::to_string(spec.draft_model.vocab) + ")");
+    }
+    if (spec.draft_model.hybrid.enabled() || spec.draft_model.is_moe()) r.fail("draft_model", "a dense transformer draft model");
+  } else if (r.has("draft_model")) {
+    r.fail("draft_model", "no draft_model with method \"" + method + "\" (the " + (method == "eagle" ? "EAGLE head" : "MTP head") +
+                              " is part of the target)");
+  }
+  if (spec.method == SpeculativeSpec::Method::mtp && target.mtp_layers < 1) {
+    r.fail("method", "\"draft\" or \"eagle\": " + target.name + " has no multi-token-prediction heads (num_nextn_predict_layers = 0)");
+  }
+  r.reject_unknown_keys();
+  return spec;
 }
 
 void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::string& where) {
@@ -179,6 +256,28 @@ void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::stri
                      " GPUs); use pipeline_parallel_size across nodes");
   }
   if (pool.pp > m.layers) throw InputError(where + ": pipeline_parallel_size exceeds the model's " + std::to_string(m.layers) + " layers");
+  if (s.speculative.method == SpeculativeSpec::Method::draft) {
+    const auto& d = s.speculative.draft_model;
+    if (d.heads % pool.tp != 0 || (d.kv_heads % pool.tp != 0 && pool.tp % d.kv_heads != 0)) {
+      throw InputError(where + ": " + tp_text + " does not divide the draft model " + d.name + "'s " + std::to_string(d.heads) +
+                       " attention heads and " + std::to_string(d.kv_heads) + " KV heads (the draft runs at the target's TP)");
+    }
+  }
+  if (pool.engine.kv_offload_bytes > 0) {
+    // Each GPU's share of the replica's host KV, times the instance's GPUs, must fit its host memory.
+    const auto& instance = s.cluster.instance;
+    const double per_gpu = pool.engine.kv_offload_bytes / pool.gpus_per_replica();
+    const double per_node = per_gpu * s.cluster.gpus_per_node;
+    if (instance.host_memory_bytes <= 0) {
+      throw InputError(where + ": kv_offloading_size needs the host memory of " + instance.name + ", which the catalog does not give");
+    }
+    if (per_node > instance.host_memory_bytes) {
+      throw InputError(where + ": kv_offloading_size = " + units::format_bytes(pool.engine.kv_offload_bytes) + " per replica of " +
+                       std::to_string(pool.gpus_per_replica()) + " GPUs is " + units::format_bytes(per_node) + " per " + instance.name +
+                       " (" + std::to_string(s.cluster.gpus_per_node) + " GPUs), more than its " +
+                       units::format_bytes(instance.host_memory_bytes) + " of host memory");
+    }
+  }
   if (pool.expert_parallel && !m.is_moe()) throw InputError(where + ": enable_expert_parallel needs a mixture-of-experts model; " + m.name + " is dense");
   if (pool.expert_parallel && m.moe.experts % pool.tp != 0) {
     throw InputError(where + ": expert parallel size " + std::to_string(pool.tp) + " does not divide the " +
@@ -258,6 +357,7 @@ ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::
     for (int size = 1; size < 32; ++size) e.cuda_graph_batch_sizes.push_back(size);
     for (int size : {32, 64, kTrtllmCudaGraphMaxBatch}) e.cuda_graph_batch_sizes.push_back(size);
   }
+  if (auto speculative = serving.optional_object("speculative")) s.speculative = read_speculative(*speculative, s.model, base_dir);
   defaults = read_pool(serving, defaults);
   if (auto disaggregation = serving.optional_object("disaggregation")) {
     for (const char* role : {"prefill", "decode"}) {
@@ -282,6 +382,14 @@ ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::
   // each request's output once, at its end.
   for (auto& pool : s.pools) {
     if (!pool.engine.stream_tokens_given) pool.engine.stream_tokens = s.workload.arrival != WorkloadSpec::Arrival::offline;
+  }
+  if (s.workload.prefix_groups > 0) {
+    for (const auto& pool : s.pools) {
+      if (pool.engine.prefix_caching && pool.engine.prefix_cache_hit_rate > 0) {
+        throw InputError(file.path + ": /serving/prefix_cache_hit_rate: a fixed hit rate and workload.shared_prefix exclude each other "
+                         "(with shared prefixes the prefix tree finds the hits); remove prefix_cache_hit_rate");
+      }
+    }
   }
   if (auto slo = root.optional_object("slo")) s.slo = read_slo(*slo);
   root.reject_unknown_keys();
@@ -308,6 +416,22 @@ std::string to_string(PoolRole role) {
     case PoolRole::unified: return "unified";
     case PoolRole::prefill: return "prefill";
     case PoolRole::decode: return "decode";
+  }
+  return "?";
+}
+
+double expected_tokens_per_step(const std::vector<double>& accepted_by_position) {
+  double expected = 1;
+  for (double p : accepted_by_position) expected += p;
+  return expected;
+}
+
+std::string to_string(SpeculativeSpec::Method method) {
+  switch (method) {
+    case SpeculativeSpec::Method::none: return "none";
+    case SpeculativeSpec::Method::draft: return "draft";
+    case SpeculativeSpec::Method::eagle: return "eagle";
+    case SpeculativeSpec::Method::mtp: return "mtp";
   }
   return "?";
 }

@@ -64,6 +64,8 @@ class ServingSimulation final : public engine::FlowDriver {
       s.samples = request.samples;
       s.output = request.output_tokens;
       s.target = request.input_tokens;
+      s.prefix_group = request.prefix_group;
+      s.prefix_tokens = request.prefix_tokens;
       RequestOutcome& o = outcome_.requests[i];
       o.arrival_s = request.arrival_s;
       o.input_tokens = request.input_tokens;
@@ -147,6 +149,16 @@ class ServingSimulation final : public engine::FlowDriver {
 
   ServeOutcome take_outcome() {
     for (const auto& o : outcome_.requests) outcome_.end_s = std::max(outcome_.end_s, o.finish_s);
+    for (std::size_t r = 0; r < schedulers_.size(); ++r) {
+      outcome_.replicas[r].spec_decode_steps = schedulers_[r].decode_steps();
+      outcome_.replicas[r].spec_accepted_tokens = schedulers_[r].accepted_tokens();
+      const auto prefix = schedulers_[r].prefix_counters();
+      outcome_.replicas[r].prefix_looked_up_tokens = prefix.looked_up_tokens;
+      outcome_.replicas[r].prefix_gpu_hit_tokens = prefix.gpu_hit_tokens;
+      outcome_.replicas[r].prefix_host_hit_tokens = prefix.host_hit_tokens;
+      outcome_.replicas[r].prefix_gpu_evictions = prefix.gpu_evictions;
+      outcome_.replicas[r].prefix_host_drops = prefix.host_drops;
+    }
     for (std::size_t i = 0; i < seqs_.size(); ++i) {
       outcome_.requests[i].preemptions = seqs_[i].preemptions;
       outcome_.requests[i].cached_tokens = seqs_[i].cached;

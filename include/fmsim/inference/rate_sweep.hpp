@@ -15,7 +15,7 @@ struct SweepPoint {
 
 struct RateSweep {
   std::vector<SweepPoint> points;        ///< in the order tried
-  std::optional<double> max_rate_per_s;  ///< empty when even the lowest rate tried misses the SLOs
+  std::optional<double> max_rate_per_s;  ///< the capacity: highest rate sustained in steady state within the SLOs; empty when none
   double resolution = 0;                 ///< relative width of the final bracket
   double slo_percentile = 99;            ///< the percentile the SLOs are judged at
 };

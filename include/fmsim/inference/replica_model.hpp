@@ -22,6 +22,11 @@ struct BatchShape {
   int sampled_rows = 0;                 ///< sequences that sample a token (LM head rows)
   int finishing_rows = 0;               ///< sequences that sample their last token this iteration
   int prefill_sequences = 0;            ///< sequences with a prefill chunk this iteration
+  /// Speculative decoding: decoding sequences that draft k tokens and verify them (each counts k + 1
+  /// rows in decode_tokens and one in sampled_rows).
+  int draft_sequences = 0;
+  /// KV offloading: prefix tokens loaded from host memory into HBM before this iteration's forward.
+  int host_load_tokens = 0;
   int tokens() const { return decode_tokens + prefill_tokens; }
 };
 
@@ -32,9 +37,11 @@ struct IterationBreakdown {
   double communication_s = 0; ///< TP all-reduce, EP all-to-all, pipeline sends
   double sampling_s = 0;      ///< the sampler over the vocabulary (FP32 logits written and read)
   double overhead_s = 0;      ///< host side: per iteration, per sequence, per streamed token
+  double draft_s = 0;         ///< speculative decoding: the proposer's k passes (and its prefill)
+  double kv_load_s = 0;       ///< KV offloading: host-to-HBM copies of cached prefix blocks
   bool host_overlapped = false; ///< the host work of one iteration runs during the next GPU iteration
   int padded_tokens = 0;      ///< tokens the GEMMs ran on (a CUDA graph pads a decode batch up)
-  double gpu_s() const { return gemm_s + attention_s + memory_ops_s + communication_s + sampling_s; }
+  double gpu_s() const { return gemm_s + attention_s + memory_ops_s + communication_s + sampling_s + draft_s + kv_load_s; }
   /// Without overlap the GPU waits for the host every iteration; with it the slower of the two paces.
   double total_s() const { return host_overlapped ? std::max(gpu_s(), overhead_s) : gpu_s() + overhead_s; }
 };
@@ -52,6 +59,12 @@ struct ReplicaMemory {
   double kv_bytes_per_token_per_gpu = 0;
   long long kv_blocks = 0;              ///< per replica
   long long kv_capacity_tokens = 0;     ///< kv_blocks x block size
+  /// KV offloading to host memory (kv_offloading_size): bytes per GPU, blocks per replica.
+  double host_kv_bytes_per_gpu = 0;
+  long long host_kv_blocks = 0;
+  double host_link_Bps = 0;             ///< per GPU, host <-> HBM (PCIe, or NVLink-C2C on Grace systems)
+  double reload_s_per_token = 0;        ///< one token's KV over that link
+  double recompute_s_per_token = 0;     ///< one token's prefill at a full token budget (GEMMs, norms, collectives)
 };
 
 class ReplicaModel {
@@ -70,8 +83,21 @@ class ReplicaModel {
   /// KV bytes of one token over the whole model, without replicas (what a prefill-to-decode move sends).
   double kv_transfer_bytes_per_token() const { return kv_transfer_bytes_per_token_; }
   int gpus() const { return pool_.gpus_per_replica(); }
+  /// Speculative decoding: tokens drafted per step (0 = off) and tokens gained per step on average.
+  int speculative_tokens() const { return spec_k_; }
+  /// KV offloading pays when reloading a token's KV from host memory is faster than recomputing it.
+  bool offload_pays() const { return memory_.host_kv_blocks > 0 && memory_.reload_s_per_token < memory_.recompute_s_per_token; }
+  double expected_tokens_per_step() const { return spec_expected_; }
+  /// The proposer's weights and KV bytes per token on one GPU (0 without speculative decoding).
+  double draft_weight_bytes_per_gpu() const { return draft_weight_bytes_per_gpu_; }
+  double draft_kv_bytes_per_token_per_gpu() const { return draft_kv_bytes_per_token_gpu_; }
+  /// One pass of the proposer over `rows` rows (layers, fc, LM head, argmax; no attention), memoized.
+  double draft_pass_s(int rows) const;
 
  private:
+  /// Linear part of `layers` layers (`moe_layers` of them MoE) of model `m` for `tokens` rows: GEMMs,
+  /// memory-bound kernels and collectives, added to `out`.
+  double linear_costs(const workload::ModelSpec& m, int layers, int moe_layers, int tokens, IterationBreakdown& out) const;
   /// Everything that depends only on the token count: GEMMs, memory ops, collectives (memoized).
   const IterationBreakdown& per_token_count(int tokens) const;
   double stage_linear(int tokens, IterationBreakdown& out) const;
@@ -91,6 +117,16 @@ class ReplicaModel {
   double attention_width_per_gpu_ = 0;  ///< heads x (qk + v head dims) / ranks sharing a query
   double kv_transfer_bytes_per_token_ = 0;
   ReplicaMemory memory_;
+  // Speculative decoding: the proposer's shape (a draft model, or one layer of the target's shape for
+  // EAGLE and MTP heads), its layers, its fc input width (0 = none) and attention per token and layer.
+  int spec_k_ = 0;
+  double spec_expected_ = 1;
+  workload::ModelSpec draft_model_;
+  int draft_layers_ = 0, draft_moe_layers_ = 0;
+  double draft_fc_in_ = 0;
+  double draft_weight_bytes_per_gpu_ = 0, draft_kv_bytes_per_token_gpu_ = 0;
+  double draft_attention_width_per_gpu_ = 0;
+  mutable std::vector<double> draft_by_rows_;
   mutable std::vector<IterationBreakdown> by_tokens_;
   mutable std::vector<char> known_;
 };

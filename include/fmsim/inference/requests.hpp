@@ -15,6 +15,8 @@ struct Request {
   int input_tokens = 0;
   int output_tokens = 0;   ///< per sample
   int samples = 1;         ///< parallel sampling: sequences sharing the prompt
+  int prefix_group = -1;   ///< shared prefix the prompt starts with (-1 = none)
+  int prefix_tokens = 0;   ///< its length, part of input_tokens
 };
 
 /// The requests of a workload, sorted by arrival. Lengths come from one random stream and arrival
@@ -23,7 +25,8 @@ struct Request {
 std::vector<Request> make_requests(const WorkloadSpec& workload);
 
 /// Reads a trace: JSON Lines ({"arrival_s": 0.25, "input_tokens": 812, "output_tokens": 64} per line,
-/// optional "samples") or CSV with a header naming arrival_s, input_tokens, output_tokens.
+/// optional "samples", and "prefix_id" with "prefix_tokens" for a shared prompt prefix) or CSV with a
+/// header naming arrival_s, input_tokens, output_tokens (optional prefix_id, prefix_tokens).
 std::vector<Request> read_trace(const std::filesystem::path& path, int default_samples);
 
 }  // namespace fmsim::inference

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fmsim/inference/serving_sim.hpp"
+#include "fmsim/inference/steady_state.hpp"
 
 namespace fmsim::inference {
 
@@ -41,14 +42,26 @@ struct ServeSummary {
   double kv_utilization_mean = 0, kv_utilization_peak = 0;
   long long preemptions = 0;
   double prefix_cached_fraction = 0;    ///< prompt tokens served from the prefix cache
+  /// Speculative decoding: tokens a sequence's decode step gained on average (empty when off).
+  std::optional<double> speculative_tokens_per_step;
+  /// Prefix tree over shared prefixes: tokens looked up and found (HBM, host memory), evictions.
+  struct PrefixCache {
+    long long looked_up_tokens = 0, gpu_hit_tokens = 0, host_hit_tokens = 0, gpu_evictions = 0, host_drops = 0;
+    double hit_rate() const { return looked_up_tokens > 0 ? static_cast<double>(gpu_hit_tokens + host_hit_tokens) / looked_up_tokens : 0.0; }
+  };
+  std::optional<PrefixCache> prefix_cache;   ///< empty unless the workload has shared prefixes and caching is on
   int gpus = 0, nodes = 0;
   std::optional<double> usd_per_hour, usd_per_million_tokens;
+  /// The measurement window without warm-up and drain (empty offline); steady_state.hpp.
+  std::optional<SteadyState> steady;
 };
 
 ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome);
 
 /// A value, or null where it is absent (JSON fields such as slo_goodput, offered_requests_per_s).
 nlohmann::json optional_number(const std::optional<double>& value);
+/// The steady-state window as JSON (null when there is none).
+nlohmann::json to_json(const std::optional<SteadyState>& steady);
 
 /// The run's JSON document (everything in the summary, the configuration echoed, per-pool memory).
 nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& summary, const ServeOutcome& outcome);

@@ -38,6 +38,8 @@ struct EngineOptions {
   double kv_free_memory_fraction = 0;
   bool prefix_caching = false;
   double prefix_cache_hit_rate = 0.0;      ///< fraction of each prompt found in the cache (when enabled)
+  double kv_offload_bytes = 0;             ///< kv_offloading_size: host memory for KV per replica (0 = none)
+  long long num_gpu_blocks_override = 0;   ///< vLLM's: the KV cache holds this many blocks (0 = as memory allows)
   double iteration_overhead_s = 0;         ///< host-side time per iteration (scheduler, launch)
   double host_per_sequence_s = 0;          ///< host time per scheduled sequence (inputs, bookkeeping)
   double response_per_token_s = 0;         ///< host time per token returned to a client (streamed)
@@ -74,8 +76,30 @@ struct WorkloadSpec {
   std::filesystem::path trace;             ///< JSON Lines or CSV
   LengthSpec input, output;
   int samples_per_prompt = 1;              ///< parallel sampling: sequences sharing one prompt
+  /// Shared prefixes (system prompts): each request starts with one of `prefix_groups` prefixes of
+  /// `prefix_tokens` tokens, drawn uniformly, before its own input_tokens (0 groups = none).
+  int prefix_groups = 0;
+  int prefix_tokens = 0;
   std::uint64_t seed = 1;
 };
+
+/// Speculative decoding (docs/model.md, "Speculative decoding"): a proposer drafts k tokens per decoding
+/// sequence, the target verifies them in one forward pass over k + 1 tokens and keeps the longest
+/// accepted prefix plus one token of its own.
+struct SpeculativeSpec {
+  enum class Method { none, draft, eagle, mtp } method = Method::none;
+  int k = 0;                               ///< num_speculative_tokens
+  /// Per draft position i = 1..k: the probability that the draft's first i tokens are all accepted (as
+  /// vLLM's per-position acceptance metrics count them); from a scalar a (i.i.d.): a^i.
+  std::vector<double> accepted_by_position;
+  double expected_tokens_per_step = 1;     ///< 1 + sum of accepted_by_position
+  workload::ModelSpec draft_model;         ///< method draft
+  bool enabled() const { return method != Method::none; }
+};
+
+/// The expected tokens a sequence gains per verify step: 1 + sum_i p_i; for i.i.d. acceptance a,
+/// (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023, eq. 1).
+double expected_tokens_per_step(const std::vector<double>& accepted_by_position);
 
 struct SloSpec {
   std::optional<double> ttft_s, tpot_s, e2e_s;
@@ -92,6 +116,7 @@ struct ServeScenario {
   double kv_bytes_per_element = 2;         ///< kv_cache_dtype: bf16 2, fp8 1
   std::vector<PoolSpec> pools;             ///< one unified pool, or prefill then decode
   RouterPolicy router = RouterPolicy::least_outstanding;
+  SpeculativeSpec speculative;
   WorkloadSpec workload;
   SloSpec slo;
   bool disaggregated() const { return pools.size() == 2; }
@@ -107,5 +132,6 @@ std::string to_string(WeightPrecision precision);
 std::string to_string(PoolRole role);
 std::string to_string(RouterPolicy policy);
 std::string to_string(EngineKind kind);
+std::string to_string(SpeculativeSpec::Method method);
 
 }  // namespace fmsim::inference

@@ -37,6 +37,12 @@ struct ReplicaStats {
   long long kv_blocks = 0;
   long long peak_kv_blocks = 0;
   long long preemptions = 0;
+  long long spec_decode_steps = 0;     ///< speculative decoding: sequence decode steps (per sample)
+  long long spec_accepted_tokens = 0;  ///< and the tokens they gained
+  /// Prefix tree: shared-prefix tokens looked up (first admissions), found in HBM, loaded from host
+  /// memory; blocks evicted from HBM, and dropped from the host tier.
+  long long prefix_looked_up_tokens = 0, prefix_gpu_hit_tokens = 0, prefix_host_hit_tokens = 0;
+  long long prefix_gpu_evictions = 0, prefix_host_drops = 0;
 };
 
 struct IterationRecord {
