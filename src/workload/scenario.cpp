@@ -7,6 +7,7 @@
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
 #include "fmsim/config/object_reader.hpp"
+#include "fmsim/workload/recipe.hpp"
 
 namespace fmsim::workload {
 namespace {
@@ -136,6 +137,13 @@ Scenario scenario_from_json(json document, const std::string& origin, const std:
   s.cluster = topology::cluster_from_json(expand_cluster(cluster_value, origin, base_dir), origin + ": /cluster",
                                           "cluster", catalog);
   s.model = expand_model(root.required_value("model"), origin, base_dir);
+  // A published recipe (training.recipe) under the scenario's own settings: its variant is picked by the
+  // cluster's GPU and the scenario's precision and layout (recipe_loader.cpp).
+  s.recipe = apply_recipe(document, origin, base_dir, s.cluster.gpu.name);
+  if (s.recipe) {
+    s.resolved = document;
+    s.resolved["training"]["recipe"] = s.recipe->reference;
+  }
   config::ObjectReader training = root.required_object("training");
   s.training = read_training(training);
   if (s.training.mtp_num_layers >= 0) s.model.mtp_layers = s.training.mtp_num_layers;

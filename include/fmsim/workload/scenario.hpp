@@ -4,6 +4,7 @@
 // with cluster and model references expanded into {"base": ..., overrides}) is kept to echo in results.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "fmsim/topology/placement.hpp"
 #include "fmsim/workload/model.hpp"
 #include "fmsim/workload/parallelism.hpp"
+#include "fmsim/workload/recipe.hpp"
 
 namespace fmsim::workload {
 
@@ -32,6 +34,9 @@ struct Scenario {
   topology::PlacementPolicy placement = topology::PlacementPolicy::packed;
   std::uint64_t seed = 0;
   Fidelity fidelity = Fidelity::fast;
+  /// The published recipe merged under the scenario (`training.recipe`), if any. Its `framework`
+  /// ("megatron-bridge@26.02") is the stack for `training.framework` when the scenario names none.
+  std::optional<RecipeChoice> recipe;
 };
 
 /// Applies one "a.b.c=value" override to a JSON document. The value is JSON when it parses as JSON
