@@ -76,7 +76,13 @@ void apply_set(json& root, const std::string& assignment) {
   // null removes the key (JSON merge-patch semantics). Under an object that names a "base" file, the
   // null stays: merging it into the base removes the key from what the base file says.
   const bool remove = value.is_null();
-  bool under_base = false;
+  // Under a scenario that names a recipe (training.recipe), a null in `training` or `parallelism` stays
+  // too: merged over the recipe it removes the recipe's setting (recipe_loader.cpp).
+  const bool recipe_section = (path.rfind("training.", 0) == 0 || path.rfind("parallelism.", 0) == 0) &&
+                              path != "training.recipe" && root.is_object() && root.contains("training") &&
+                              root["training"].is_object() && root["training"].contains("recipe") &&
+                              root["training"]["recipe"].is_string();
+  bool under_base = recipe_section;
   json* node = &root;
   std::size_t start = 0;
   while (true) {

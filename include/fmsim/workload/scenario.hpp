@@ -42,7 +42,8 @@ struct Scenario {
 /// Applies one "a.b.c=value" override to a JSON document. The value is JSON when it parses as JSON
 /// (numbers, true/false, objects), else a string. Intermediate objects are created as needed.
 /// "a.b.c=null" (what --unset a.b.c passes) removes the key; under an object with a "base" file the
-/// null is kept, so that merging it removes the key from the base too (JSON merge patch).
+/// null is kept, so that merging it removes the key from the base too (JSON merge patch); the same under
+/// `training` and `parallelism` of a scenario that names a recipe (training.recipe).
 /// Throws InputError for a malformed assignment, a path through a non-object, or nothing to remove.
 void apply_set(nlohmann::json& root, const std::string& assignment);
 
