@@ -362,7 +362,10 @@ std::optional<RecipeChoice> apply_recipe(json& document, const std::string& orig
   scenario_training.erase("recipe");
   if (!document.contains("parallelism") || document["parallelism"].is_null()) document["parallelism"] = json::object();
   const json scenario_parallelism = document["parallelism"];
-  if (!scenario_parallelism.is_object()) return choice;  // read_parallelism names the malformed section
+  if (!scenario_parallelism.is_object()) {  // read_parallelism names the malformed section
+    training.erase("recipe");
+    return choice;
+  }
 
   const Variant* chosen = nullptr;
   std::string preset;

@@ -76,6 +76,12 @@ def bad_references_are_one_line_errors():
                                                        "variants": [{"name": "x"}]}))
         expect_bad_input(["run", SCENARIO, "--set", f"training.recipe={broken}", "--json", out],
                          ["broken.json", "/releases/0/source"], out)
+        # A malformed parallelism section is named as such, not as an unknown 'recipe' key.
+        bad_par = write(tmp, "bad-par.json", json.dumps({"cluster": {"base": os.path.join(TOPO, "p5-2node.json")},
+                                                         "model": "qwen3-30b-a3b", "parallelism": "PP2",
+                                                         "training": {"recipe": "megatron-bridge/qwen3-30b-a3b"}}))
+        proc = run("run", bad_par)
+        assert proc.returncode == 2 and "/parallelism" in proc.stderr and "recipe" not in proc.stderr.split(":")[-1], proc.stderr
         proc = run("run", SCENARIO, "--set", "training.recipe=7")
         assert proc.returncode == 2 and "expected a recipe name" in proc.stderr, proc.stderr
 
