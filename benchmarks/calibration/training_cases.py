@@ -7,8 +7,8 @@ import math
 import os
 import re
 
-from training_recipes import (GPT3_5B, MBRIDGE_LORA, MBRIDGE_PRECISION, MODELS, NEMO2407_PRECISION, NEMO_LORA,
-                              UNPUBLISHED, fine_tuning_settings, recipe_settings)
+from training_recipes import (GPT3_5B, MBRIDGE_PRECISION, MODELS, NEMO2407_PRECISION, UNPUBLISHED, fine_tuning_settings,
+                              recipe_reference)
 
 MOE = {"deepseek-v3", "gpt-oss-120b", "qwen3-30b-a3b", "qwen3-235b-a22b", "kimi-k2"}
 HYBRID = {"nemotron-3-nano", "nemotron-3-super", "nemotron-3-ultra"}
@@ -92,11 +92,12 @@ def mbridge_items(case, root):
     for row in case["measured"]["rows"]:
         row = dict(row)
         row.setdefault("system", setup.get("system", "DGX-H100"))
-        out += mbridge_row_items(case["id"], row, stack, workload, root, NEMO2407_PRECISION if nemo else MBRIDGE_PRECISION)
+        out += mbridge_row_items(case["id"], row, stack, workload, root, NEMO2407_PRECISION if nemo else MBRIDGE_PRECISION,
+                                 release=release)
     return out
 
 
-def mbridge_row_items(case_id, row, stack, workload, root, precisions=MBRIDGE_PRECISION):
+def mbridge_row_items(case_id, row, stack, workload, root, precisions=MBRIDGE_PRECISION, release=None):
     raw_name = row["model"]
     base_name = re.sub(r"\s*\((tokendrop|w/ MTP)\)", "", raw_name)
     system = row["system"]
@@ -142,13 +143,19 @@ def mbridge_row_items(case_id, row, stack, workload, root, precisions=MBRIDGE_PR
             training = {"precision": "fp8", "fp8_recipe": "blockwise"}
         else:
             training = dict(precisions[prec])
-        par, recipe_training = recipe_settings(MODELS.get(base_name), pp, vp, ep, system, prec)
-        training.update(recipe_training)
+        # The published recipe of the model (configs/recipes/megatron-bridge/, at the row's release): fmsim
+        # merges the variant for the row's GPU, precision and PP x VP under the row's own settings. VP is
+        # always given so that a variant of another VP is not picked.
+        par = {"virtual_pipeline_model_parallel_size": vp}
+        name = MODELS.get(base_name)
+        reference = name and recipe_reference(f"megatron-bridge/{name}" + ("" if workload == "pretrain" else f"-{workload}"), release)
+        if reference:
+            training["recipe"] = reference
         par.update(row.get("recipe", {}).get("parallelism", {}))
         training.update(row.get("recipe", {}).get("training", {}))
         # The 26.06 SFT table counts model FLOPs over whole packed rows (it predates Megatron-Bridge's
         # per-sequence count, pull request 4511).
-        training.update(fine_tuning_settings(workload, MBRIDGE_LORA, flops_per_row=workload == "sft"))
+        training.update(fine_tuning_settings(workload, flops_per_row=workload == "sft"))
         if "tokendrop" in raw_name:
             training["moe_expert_capacity_factor"] = 1.0  # Megatron-Bridge's token-drop rows: capacity 1, padded
         doc = scenario(f"{base_name}-{system}-{gpus}".replace(" ", "_"), system, gpus, model, tp, pp, cp, vp, ep, mbs, gbs, seq, training,
@@ -172,7 +179,7 @@ def nemo2407_items(case, root):
             label = f"{row['model']} {row['task']} {gpus} GPUs TP{row['tp']} PP{row['pp']}"
             group = {"generation": "H100", "system": "DGX-H100", "kind": "dense", "workload": workload, "stack": stack}
             training = dict(NEMO2407_PRECISION[setup["precision"]])
-            training.update(fine_tuning_settings(workload, NEMO_LORA))
+            training.update(fine_tuning_settings(workload), recipe=f"nemo/llama2-{workload}@24.07")
             doc = scenario(f"{model}-{workload}", "DGX-H100", gpus, model, row["tp"], row["pp"], 1, 1, 1, row["mbs"],
                            row["gbs"], setup["packed_seq_len"], training, root)
             items.append(item(case["id"], label, group, "tokens/s/GPU", row["tokens_per_s_per_gpu"], doc, tokens_per_gpu))

@@ -9,9 +9,10 @@ absolute error, signed mean and worst. --markdown FILE writes the tables for doc
 FILE the raw rows. The held-out files in benchmarks/calibration/ (published_*_training.json) use the
 older flat row format and still run through --measurements.
 
-How each source maps to a scenario (training_cases.py) and the published recipe settings it applies
-(training_recipes.py) are documented where they are defined; every assumption a source leaves open is
-named in the row's `assumptions`.
+How each source maps to a scenario is in training_cases.py; the published recipe settings are the files of
+configs/recipes/ (a Megatron-Bridge row names its recipe and release in training.recipe, and fmsim merges
+the variant for the row's GPU, precision and layout: docs/formats.md, "Recipe files"); every assumption a
+source leaves open is named in the row's `assumptions`.
 Usage: benchmarks/calibration/validate_training.py [--fmsim build/fmsim] [--measurements PATH] [--jobs 2]"""
 import json
 import os

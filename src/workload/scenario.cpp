@@ -7,6 +7,7 @@
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
 #include "fmsim/config/object_reader.hpp"
+#include "fmsim/workload/recipe.hpp"
 
 namespace fmsim::workload {
 namespace {
@@ -75,7 +76,13 @@ void apply_set(json& root, const std::string& assignment) {
   // null removes the key (JSON merge-patch semantics). Under an object that names a "base" file, the
   // null stays: merging it into the base removes the key from what the base file says.
   const bool remove = value.is_null();
-  bool under_base = false;
+  // Under a scenario that names a recipe (training.recipe), a null in `training` or `parallelism` stays
+  // too: merged over the recipe it removes the recipe's setting (recipe_loader.cpp).
+  const bool recipe_section = (path.rfind("training.", 0) == 0 || path.rfind("parallelism.", 0) == 0) &&
+                              path != "training.recipe" && root.is_object() && root.contains("training") &&
+                              root["training"].is_object() && root["training"].contains("recipe") &&
+                              root["training"]["recipe"].is_string();
+  bool under_base = recipe_section;
   json* node = &root;
   std::size_t start = 0;
   while (true) {
@@ -136,6 +143,13 @@ Scenario scenario_from_json(json document, const std::string& origin, const std:
   s.cluster = topology::cluster_from_json(expand_cluster(cluster_value, origin, base_dir), origin + ": /cluster",
                                           "cluster", catalog);
   s.model = expand_model(root.required_value("model"), origin, base_dir);
+  // A published recipe (training.recipe) under the scenario's own settings: its variant is picked by the
+  // cluster's GPU and the scenario's precision and layout (recipe_loader.cpp).
+  s.recipe = apply_recipe(document, origin, base_dir, s.cluster.gpu.name);
+  if (s.recipe) {
+    s.resolved = document;
+    s.resolved["training"]["recipe"] = s.recipe->reference;
+  }
   config::ObjectReader training = root.required_object("training");
   s.training = read_training(training);
   if (s.training.mtp_num_layers >= 0) s.model.mtp_layers = s.training.mtp_num_layers;

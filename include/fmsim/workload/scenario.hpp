@@ -4,6 +4,7 @@
 // with cluster and model references expanded into {"base": ..., overrides}) is kept to echo in results.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "fmsim/topology/placement.hpp"
 #include "fmsim/workload/model.hpp"
 #include "fmsim/workload/parallelism.hpp"
+#include "fmsim/workload/recipe.hpp"
 
 namespace fmsim::workload {
 
@@ -32,12 +34,16 @@ struct Scenario {
   topology::PlacementPolicy placement = topology::PlacementPolicy::packed;
   std::uint64_t seed = 0;
   Fidelity fidelity = Fidelity::fast;
+  /// The published recipe merged under the scenario (`training.recipe`), if any. Its `framework`
+  /// ("megatron-bridge@26.02") is the stack for `training.framework` when the scenario names none.
+  std::optional<RecipeChoice> recipe;
 };
 
 /// Applies one "a.b.c=value" override to a JSON document. The value is JSON when it parses as JSON
 /// (numbers, true/false, objects), else a string. Intermediate objects are created as needed.
 /// "a.b.c=null" (what --unset a.b.c passes) removes the key; under an object with a "base" file the
-/// null is kept, so that merging it removes the key from the base too (JSON merge patch).
+/// null is kept, so that merging it removes the key from the base too (JSON merge patch); the same under
+/// `training` and `parallelism` of a scenario that names a recipe (training.recipe).
 /// Throws InputError for a malformed assignment, a path through a non-object, or nothing to remove.
 void apply_set(nlohmann::json& root, const std::string& assignment);
 
