@@ -37,6 +37,7 @@ struct TraceNode {
   bool fp8_split_accumulator = false;  ///< FP8 GEMM promoting partial sums to FP32 (TE's dgrad/wgrad)
   int sms_taken = 0;            ///< SMs held by an overlapped communication kernel
   double attention_span = 0;    ///< attention: keys per query in the kernel (0: a long sequence)
+  bool attention_flash2 = false;  ///< attention: FlashAttention-2 (PyTorch SDPA) instead of the fused FA3/cuDNN kernel
   double duration_s = -1;       ///< given duration (traces from elsewhere); < 0: from the compute model
   // communication
   collectives::Op op = collectives::Op::all_reduce;
