@@ -102,6 +102,10 @@ Framework framework_from_json(const json& stack, const std::string& release_want
   f.selective_recompute = r.choice_or("selective_recompute", {"megatron_modules", "torch_op_sac"}, "megatron_modules") == "torch_op_sac"
                               ? SelectiveRecompute::torch_op_sac
                               : SelectiveRecompute::megatron_modules;
+  if (r.has("max_reuse_distance") && f.dp_engine != DataParallelEngine::deepspeed) {
+    r.fail("max_reuse_distance", "only with data_parallel = \"deepspeed\"");
+  }
+  f.max_reuse_distance = r.number_or("max_reuse_distance", 1e9, 0.0);
   check_defaults(r);
   if (r.has("defaults")) f.defaults = r.required_value("defaults");
   r.reject_unknown_keys();

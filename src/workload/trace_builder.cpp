@@ -317,15 +317,17 @@ class RankBuilder {
 
   /// DeepSpeed ZeRO-3: the layer's parameter tensors gathered one by one when the layer is reached (no
   /// prefetch); the layer waits for all of them (sharded_gathers.cpp).
-  int gather_tensors(int layer, int node) {
+  int gather_tensors(int layer, int node, bool again = false) {
     const auto [dense, expert] = layer_params(layer);
     std::vector<int> wait{node};
-    for (double elements : detail::layer_parameter_tensors(w_, layer, dense)) {
+    auto tensors = detail::layer_parameter_tensors(w_, layer, dense);
+    if (again) tensors = detail::tensors_gathered_again(tensors, w_.s.framework.max_reuse_distance);
+    for (double elements : tensors) {
       const int gather = w_.collective(rank_, c_.dp_cp, "dp", Category::dp_comm, collectives::Op::all_gather,
-                                       elements * param_bytes(), "param.ag", {node});
+                                       elements * param_bytes(), again ? "param.ag.again" : "param.ag", {node});
       if (gather != node) wait.push_back(gather);
     }
-    if (expert > 0) {
+    if (expert > 0 && !again) {
       const int gather = w_.collective(rank_, c_.edp, "dp", Category::dp_comm, collectives::Op::all_gather,
                                        expert * param_bytes(), "param.ag.experts", {node});
       if (gather != node) wait.push_back(gather);
@@ -435,7 +437,13 @@ class RankBuilder {
     const int layer = b.end - 1 - i;
     if (deepspeed()) b.node = gather_tensors(layer, b.node);
     else if (zero3()) b.node = wait_for_bucket(b.gathers, layer, b.node, false);
-    return detail::layer_backward_pieces(w_, rank_, c_, layer);
+    auto pieces = detail::layer_backward_pieces(w_, rank_, c_, layer);
+    if (deepspeed() && w_.s.training.recompute == Recompute::full) {
+      // Parameters released between the recomputed forward and their backward are gathered again.
+      auto at = std::find_if(pieces.begin(), pieces.end(), [](const detail::LayerPiece& p) { return p.role == detail::PieceRole::attention; });
+      pieces.insert(at, {detail::PieceRole::pre, [this, layer](int after) { return gather_tensors(layer, after, true); }});
+    }
+    return pieces;
   }
   /// After the backward's i-th layer: reduce the buckets it completed.
   void backward_layer_done(Pass& b, int i) {

@@ -167,6 +167,9 @@ int op_sac_recompute(TraceWriter& w, int rank, int layer, DenseHalf half, int af
 /// sharded_gathers.cpp: a layer's parameter tensors on one rank (elements; DeepSpeed gathers each), and
 /// FSDP2's copy-out (after each all-gather) and copy-in (before each reduce-scatter) bytes.
 std::vector<double> layer_parameter_tensors(const TraceWriter& w, int layer, double dense_on_rank);
+/// Of a layer's tensors (forward order), those DeepSpeed gathers again between the recomputed forward and
+/// the backward: their reuse distance exceeds `max_reuse_distance` elements.
+std::vector<double> tensors_gathered_again(const std::vector<double>& tensors, double max_reuse_distance);
 double fsdp2_copy_out_bytes(double params, double param_bytes);
 double fsdp2_copy_in_bytes(double params, double grad_bytes);
 

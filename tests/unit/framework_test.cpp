@@ -17,6 +17,7 @@
 #include "fmsim/workload/moe_host.hpp"
 #include "fmsim/workload/trace_builder.hpp"
 #include "test_support.hpp"
+#include "workload/trace_builder_internal.hpp"
 
 using namespace fmsim;
 using namespace fmsim::workload;
@@ -212,7 +213,21 @@ TEST_CASE("stacks: DeepSpeed ZeRO-3 gathers every parameter tensor when its laye
   // Llama layers: QKV, projection, FC1, FC2 and two RMSNorm scales = 6 tensors, per layer and pass; the
   // embedding and the output layer once per pass.
   CHECK(named(t, "param.ag").size() == 2 * (2 * 6 + 1));
+  CHECK(named(t, "param.ag.again").empty());  // no recompute: nothing is used twice in the backward
   CHECK(step_s(ds) > step_s(megatron));
+  // Full recompute: between a tensor's recomputed forward and its backward the layer uses every later tensor
+  // twice; past stage3_max_reuse_distance it was released and is gathered again. Llama layer tensors in
+  // forward order: norm1 4096, QKV 25.2M, projection 16.8M, norm2 4096, FC1 117.4M, FC2 58.7M elements.
+  shape.recompute = "full";
+  Scenario full = scenario(shape);
+  full.framework.dp_engine = DataParallelEngine::deepspeed;
+  CHECK(named(trace_of(full), "param.ag.again").empty());  // DeepSpeed's 1e9: every distance is below it
+  full.framework.max_reuse_distance = 1e8;  // FC1 (2 x 58.7M after it) and everything before it exceed this
+  CHECK(named(trace_of(full), "param.ag.again").size() == 2 * 5);
+  const auto again = detail::tensors_gathered_again({10, 20, 30}, 55);  // distances 100, 60, 0
+  REQUIRE(again.size() == 2);
+  CHECK(again[0] == 20);
+  CHECK(again[1] == 10);
 }
 
 TEST_CASE("stacks: torch op-level checkpointing runs wk, wo, w3 and the element-wise ops again", "[workload][framework]") {

@@ -69,6 +69,10 @@ struct Framework {
   HostLaunch host_launch = HostLaunch::te_modules;
   DataParallelEngine dp_engine = DataParallelEngine::megatron;
   SelectiveRecompute selective_recompute = SelectiveRecompute::megatron_modules;
+  /// DeepSpeed ZeRO-3's stage3_max_reuse_distance (elements): a gathered parameter is kept for its next use
+  /// only if fewer elements are used in between (DeepSpeed's default 1e9); with full recompute, the
+  /// parameters between a layer's recomputed forward and its backward are gathered again past it.
+  double max_reuse_distance = 1e9;
   /// Training and parallelism settings the stack uses unless the scenario sets them (its default
   /// overlaps, gradient reduction precision, bucket size, sharding), as {"training": {...}, "parallelism": {...}}.
   nlohmann::json defaults = nlohmann::json::object();
