@@ -277,5 +277,5 @@ TEST_CASE("stacks: the shipped files load; defaults fill only what the scenario 
     CHECK(std::string(e.what()).find("known releases: 24.07") != std::string::npos);
   }
   // The default scenario names no stack: current Megatron-Core.
-  CHECK(framework_display_name(scenario({})) == "Megatron-Core (current)");
+  CHECK(framework_display_name(scenario({})) == "Megatron-Core current");
 }

@@ -59,7 +59,7 @@ enum class SelectiveRecompute { megatron_modules, torch_op_sac };
 struct Framework {
   std::string name = "megatron-core";  ///< the stack's file name under configs/stacks/
   std::string release = "current";
-  std::string display_name = "Megatron-Core (current)";  ///< e.g. "torchtitan 2025-03"
+  std::string display_name = "Megatron-Core current";  ///< e.g. "torchtitan 2025-03"
   std::string source;                                    ///< the release entry's source (release notes, code)
   AttentionKernel attention = AttentionKernel::fused;
   bool attention_dropout = false;  ///< unfused attention: a dropout over the scores (Megatron-LM 2021: 0.1)
@@ -100,7 +100,7 @@ Framework load_framework(const std::string& value, const std::string& origin, co
 Framework framework_from_json(const nlohmann::json& stack, const std::string& release, const std::string& file);
 
 /// The stack's display name for reports and error bands, e.g. "torchtitan 2025-03" or
-/// "Megatron-Core (current)" when the scenario names none.
+/// "Megatron-Core current" when the scenario names none.
 std::string framework_display_name(const Scenario& scenario);
 
 /// Applies the stack's defaults to a scenario document: each key of defaults.training / defaults.parallelism
