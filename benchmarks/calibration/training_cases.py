@@ -61,6 +61,19 @@ def scenario(name, system, gpus, model, tp, pp, cp, vp, ep, mbs, gbs, seq, train
             "parallelism": par, "training": train}
 
 
+def on_stack(doc, framework, keep_sharding=False):
+    """Names the scenario's software stack (configs/stacks) and leaves the overlaps, and unless kept the
+    sharding, that scenario() fills in for Megatron-Core to the stack's own defaults."""
+    doc["training"]["framework"] = framework
+    for key in ("tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather"):
+        doc["training"].pop(key, None)
+    if not keep_sharding:
+        doc["parallelism"].pop("data_parallel_sharding_strategy", None)
+    if framework.startswith("megatron-lm@"):
+        doc["parallelism"].pop("sequence_parallel", None)  # Megatron-LM 2021 predates sequence parallelism
+    return doc
+
+
 def tokens_per_gpu(out):
     return out["tokens_per_s_per_gpu"]
 
@@ -169,7 +182,11 @@ def nemo2407_items(case, root):
     setup, measured = case["setup"], case["measured"]
     stack = "NeMo 24.07"
     if "rows" in measured and not all("task" in r for r in measured["rows"]):
-        return mbridge_items(case, root)  # a pretraining table (the held-out NeMo 24.07 rows)
+        items = mbridge_items(case, root)  # a pretraining table (the held-out NeMo 24.07 rows)
+        for it in items:
+            if it["scenario"]:
+                it["scenario"]["training"]["framework"] = "nemo@24.07"
+        return items
     if "rows" in measured:  # SFT / LoRA of Llama 2 on packed 4096-token sequences
         items = []
         for row in measured["rows"]:
@@ -182,6 +199,7 @@ def nemo2407_items(case, root):
             training.update(fine_tuning_settings(workload), recipe=f"nemo/llama2-{workload}@24.07")
             doc = scenario(f"{model}-{workload}", "DGX-H100", gpus, model, row["tp"], row["pp"], 1, 1, 1, row["mbs"],
                            row["gbs"], setup["packed_seq_len"], training, root)
+            doc["training"]["framework"] = "nemo@24.07"
             items.append(item(case["id"], label, group, "tokens/s/GPU", row["tokens_per_s_per_gpu"], doc, tokens_per_gpu))
         return items
     row = dict(setup)
@@ -192,6 +210,7 @@ def nemo2407_items(case, root):
     group = {"generation": "H100", "system": "DGX-H100", "kind": "dense", "workload": "pretrain", "stack": stack}
     doc = scenario(f"{model_name}-{gpus}", "DGX-H100", gpus, model, row["tp"], row["pp"], row["cp"], row["vp"], 1,
                    row["mbs"], row["gbs"], row["seq_len"], dict(NEMO2407_PRECISION[row["precision"]]), root)
+    doc["training"]["framework"] = "nemo@24.07"
     return [item(case["id"], label, group, "tokens/s/GPU", measured["tokens_per_s_per_gpu"], doc, tokens_per_gpu)]
 
 
@@ -222,8 +241,8 @@ def megatron2021_items(case, root):
     group = {"generation": "A100", "system": "DGX-A100", "kind": "dense", "workload": "pretrain", "stack": "Megatron-LM 2021"}
     label = f"GPT {m['params_B']}B {gpus} GPUs TP{tp} PP{pp}"
     model = gpt_config(m["hidden"], m["layers"], m["attention_heads"], m["vocab"], m["seq_len"])
-    doc = scenario(f"gpt-{m['params_B']}b", "DGX-A100", gpus, model, tp, pp, 1, vp, 1, 1, batch, m["seq_len"],
-                   {"precision": "bf16", "recompute_granularity": "full"}, root)
+    doc = on_stack(scenario(f"gpt-{m['params_B']}b", "DGX-A100", gpus, model, tp, pp, 1, vp, 1, 1, batch, m["seq_len"],
+                            {"precision": "bf16", "recompute_granularity": "full"}, root), "megatron-lm@2021")
     flops = megatron2021_flops(batch, m["seq_len"], m["layers"], m["hidden"], m["vocab"])
     return [item(case["id"], label, group, "TFLOP/s/GPU (paper's count, eq. 3)", case["measured"]["tflops_per_gpu"], doc,
                  paper_tflops(flops, gpus), assumptions=[f"micro-batch 1 and {vp} virtual stages (the paper's table gives "
@@ -244,6 +263,7 @@ def ptd_vs_zero3_items(case, root):
         doc = scenario(f"{row['scheme']}-{row['params_B']}b-{gpus}", "DGX-A100", gpus, gpt_config(hidden, layers, heads, 51200, 2048),
                        tp, pp, 1, 1, 1, mbs, batch, 2048, {"precision": "bf16", "recompute_granularity": "full"}, root,
                        fsdp=zero3)
+        on_stack(doc, "deepspeed@2021" if zero3 else "megatron-lm@2021", keep_sharding=zero3)
         flops = megatron2021_flops(batch, 2048, layers, hidden, 51200)
         items.append(item(case["id"], label, group, "TFLOP/s/GPU (paper's count, eq. 3)", row["tflops_per_gpu"], doc,
                           paper_tflops(flops, gpus)))
@@ -257,7 +277,8 @@ def megascale_items(case, root):
     model = gpt_config(hidden, layers, heads, m["vocab"], m["seq_len"])
     training = {"precision": "bf16", "recompute_granularity": "selective"}
     assumptions = ["micro-batch 1; selective recompute; DGX A100 nodes with one 200 Gb/s NIC per GPU for the paper's "
-                   "Ampere nodes; MegaScale's own optimizations (parallel block, LAMB, its overlaps) are not modelled"]
+                   "Ampere nodes; MegaScale's model changes (parallel block, sliding-window attention, LAMB) are not "
+                   "modelled (its stack's kernels and overlaps are: configs/stacks/megascale.json)"]
     items = []
     if "rows" in case["measured"]:  # 175B strong scaling, iteration times
         for row in case["measured"]["rows"]:
@@ -266,6 +287,8 @@ def megascale_items(case, root):
                      "stack": "MegaScale (2024)" if row["method"] == "MegaScale" else "Megatron-LM (MegaScale baseline)"}
             doc = scenario(f"megascale-175b-{gpus}", "DGX-A100", gpus, model, m["tp"], m["pp"], 1, m["interleave"], 1, 1,
                            s["global_batch"], m["seq_len"], training, root)
+            if row["method"] == "MegaScale":
+                on_stack(doc, "megascale@2024")
             items.append(item(case["id"], f"175B {row['method']} {gpus} GPUs", group, "iteration s", row["iter_s"], doc,
                               lambda out: out["step_time_s"], assumptions=assumptions))
         return items
@@ -275,6 +298,8 @@ def megascale_items(case, root):
                      "stack": "MegaScale (2024)" if method == "MegaScale" else "Megatron-LM (MegaScale baseline)"}
             doc = scenario(f"megascale-530b-{gpus}", "DGX-A100", gpus, model, m["tp"], m["pp"], 1, m["interleave"], 1, 1,
                            gpus, m["seq_len"], training, root)
+            if method == "MegaScale":
+                on_stack(doc, "megascale@2024")
             items.append(item(case["id"], f"530B {method} {gpus} GPUs", group, "MFU", mfu, doc, lambda out: out["mfu"],
                               assumptions=assumptions))
     return items
@@ -300,12 +325,17 @@ def torchtitan_items(case, root):
     m = case["measured"]
     group = {"generation": "H100", "system": "p5", "kind": "dense", "workload": "pretrain", "stack": "torchtitan (2025-03)"}
     items = []
+    # llama3_8b.toml: selective activation checkpointing with selective_ac_option "op" (the stack's op-level
+    # policy); the second run adds compile=true and float8 (tensorwise) with FP8 all-gathers.
     for key, training in (("default_bf16", {"precision": "bf16"}),
-                          ("compile_plus_float8", {"precision": "fp8", "fp8_recipe": "tensorwise", "fp8_param_gather": True})):
-        doc = scenario(f"torchtitan-{key}", "p5", 32, "llama3-8b", 1, 1, 1, 1, 1, 1, 32, 8192, training, root, fsdp=True)
-        doc["training"]["tp_comm_overlap"] = False
+                          ("compile_plus_float8", {"precision": "fp8", "fp8_recipe": "tensorwise", "fp8_param_gather": True,
+                                                   "torch_compile": True})):
+        training = dict(training, recompute_granularity="selective")
+        doc = on_stack(scenario(f"torchtitan-{key}", "p5", 32, "llama3-8b", 1, 1, 1, 1, 1, 1, 32, 8192, training, root, fsdp=True),
+                       "torchtitan@2025-03", keep_sharding=True)
         items.append(item(case["id"], f"Llama 3 8B FSDP2 32 x H100 {key}", group, "tokens/s/GPU", m[key]["tps_per_gpu"], doc,
-                          tokens_per_gpu, assumptions=["torchtitan's selective op checkpointing priced as no recompute"]))
+                          tokens_per_gpu, assumptions=["the llama3_8b.toml read (selective op checkpointing); the AWS run's "
+                                                       "exact config is not pinned"]))
     return items
 
 

@@ -11,6 +11,13 @@ double attention_efficiency(int sm_version, bool backward, double mean_span) {
   return asymptote * mean_span / (mean_span + kAttentionSpanOverhead) / (1.0 + kAttentionCausalTile / (2.0 * mean_span));
 }
 
+double flash2_attention_efficiency(int sm_version, bool backward, double mean_span) {
+  if (sm_version < 90) return attention_efficiency(sm_version, backward, mean_span);
+  const double fused_asymptote = backward ? 0.535 : 0.663;
+  const double flash2_asymptote = backward ? kFlash2HopperBackward : kFlash2HopperForward;
+  return attention_efficiency(sm_version, backward, mean_span) * flash2_asymptote / fused_asymptote;
+}
+
 double fp8_split_accumulator_efficiency(int sm_version) { return sm_version == 90 ? 1.0 / 1.15 : 1.0; }
 
 double operand_bytes(MathPrecision precision) {
@@ -58,10 +65,12 @@ double ComputeModel::gemm_s(const GemmShape& shape, MathPrecision precision, int
   return std::max(best, memory) + kGemmFixedOverhead_s;
 }
 
-double ComputeModel::attention_s(double flops, bool backward, double mean_span, int sms_taken) const {
+double ComputeModel::attention_s(double flops, bool backward, double mean_span, int sms_taken, bool flash2) const {
   if (flops <= 0) return 0.0;
   const double sm_share = static_cast<double>(std::max(1, gpu_.sm_count - sms_taken)) / gpu_.sm_count;
-  return flops / (gpu_.bf16_dense_flops * gpu_.sustained_clock_fraction * attention_efficiency(gpu_.sm_version, backward, mean_span) *
+  const double efficiency = flash2 ? flash2_attention_efficiency(gpu_.sm_version, backward, mean_span)
+                                   : attention_efficiency(gpu_.sm_version, backward, mean_span);
+  return flops / (gpu_.bf16_dense_flops * gpu_.sustained_clock_fraction * efficiency *
                   sm_share) +
          kGemmFixedOverhead_s;
 }

@@ -35,6 +35,12 @@ Shapes shapes_of(const TraceWriter& w) {
   return s;
 }
 
+/// Extra bytes of an unfused RoPE over `width` columns of Q and K (none with learned positions).
+double rope_bytes_extra(const TraceWriter& w, double tokens, double width, bool backward) {
+  if (w.s.model.learned_positions > 0) return 0.0;
+  return rope_extra_bytes(w, backward) * tokens * width;
+}
+
 }  // namespace
 
 /// Forward attention FLOPs of one rank for one micro-batch (causal; CP splits the work evenly).
@@ -94,11 +100,14 @@ int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, int layer, co
 /// Attention core with its context-parallel exchange. Returns the node ending both.
 int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int layer, bool backward, int after) {
   const auto& p = w.s.parallelism;
+  // The stack's unfused attention (attention_kernel.cpp; context parallelism is refused with it).
+  if (w.s.framework.attention == AttentionKernel::unfused) return unfused_attention(w, rank, backward, backward ? "attn.bwd" : "attn", after);
   const Shapes s = shapes_of(w);
   const double fwd = attention_forward_flops(w, layer);
   TraceNode node = w.compute(rank, backward ? "attn.bwd" : "attn.fwd", backward ? Kernel::attention_bwd : Kernel::attention_fwd);
   node.flops = backward ? compute::kAttentionBackwardFlopsRatio * fwd : fwd;  // executed, not model, FLOPs
   node.attention_span = attention_kernel_span(w, layer);
+  node.attention_flash2 = w.s.framework.attention == AttentionKernel::flash2;
   node.deps = after_of(after);
   if (p.cp == 1) return w.add(node);
   const double kv_message = 2.0 * w.tokens * s.kv * w.act_bytes;  // K and V of this rank's chunk
@@ -131,9 +140,11 @@ int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int laye
 int attention_recompute(TraceWriter& w, int rank, int layer, int after) {
   const auto& tr = w.s.training;
   if (tr.recompute != Recompute::selective || !tr.recompute_modules.core_attn) return after;
+  if (w.s.framework.attention == AttentionKernel::unfused) return unfused_attention(w, rank, false, "attn.recompute", after);
   TraceNode attention = w.compute(rank, "attn.recompute", Kernel::attention_fwd);
   attention.flops = attention_forward_flops(w, layer);
   attention.attention_span = attention_kernel_span(w, layer);
+  attention.attention_flash2 = w.s.framework.attention == AttentionKernel::flash2;
   attention.deps = {after};
   return w.add(attention);
 }
@@ -193,22 +204,27 @@ LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& 
   pieces.push_back({PieceRole::attention, [&w, &c, rank, layer, moe, s, t, tsp, ab, reduce](int after) {
     // A MoE layer's attention is issued by the host like its MoE block (moe_host.hpp): after the
     // dispatcher's sync the host is not ahead of the GPU. Dense layers' host time stays hidden.
-    const int host = moe ? host_issue_node(w, rank, "host.attention", attention_host_ops().seconds()) : -1;
-    int node = w.memory(rank, "norm1", 2 * tsp * s.h * ab, after_of(after));
+    // Dense layers pay their host time only where no CUDA graph covers them (host_launch.cpp).
+    const int host = moe ? host_issue_node(w, rank, "host.attention", attention_host_ops().seconds())
+                         : dense_host_node(w, rank, DenseHalf::attention, false);
+    const int mlp_host = moe ? -1 : dense_host_node(w, rank, DenseHalf::mlp, false);
+    const double norm_extra = norm_extra_bytes(w, false) * tsp * s.h;  // unfused norms (elementwise_fusion.cpp)
+    int node = w.memory(rank, "norm1", 2 * tsp * s.h * ab + norm_extra, after_of(after));
     node = qkv_forward(w, rank, c, layer, node);
     node = lora_forward(w, rank, c, "linear_qkv", node);
-    node = w.memory(rank, "rope", 2 * t * (s.q + s.kv) * ab, {node});
+    node = w.memory(rank, "rope", 2 * t * (s.q + s.kv) * ab + rope_bytes_extra(w, t, s.q + s.kv, false), {node});
     node = attention_with_cp(w, rank, c, layer, false, node);
     node = gemm_with_tp(w, rank, c, layer, {"proj", t, s.h, s.o_in}, reduce, false, node);
     node = lora_forward(w, rank, c, "linear_proj", node);
-    node = w.memory(rank, "residual_norm2", 5 * tsp * s.h * ab, {node});
+    node = w.memory(rank, "residual_norm2", 5 * tsp * s.h * ab + norm_extra, {node});
     if (moe) return moe_route(w, rank, layer, false, gate_on_host(w, node, host));
+    node = gate_on_dense_host(w, node, host);
     node = gemm_with_tp(w, rank, c, layer, {"fc1", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
     node = lora_forward(w, rank, c, "linear_fc1", node);
-    node = w.memory(rank, "act", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
+    node = w.memory(rank, "act", (s.gated ? 3 : 2) * t * s.ffn * ab + activation_extra_bytes(w, false) * t * s.ffn, {node});
     node = gemm_with_tp(w, rank, c, layer, {"fc2", t, s.h, s.ffn}, reduce, false, node);
     node = lora_forward(w, rank, c, "linear_fc2", node);
-    return w.memory(rank, "residual", 3 * tsp * s.h * ab, {node});
+    return gate_on_dense_host(w, w.memory(rank, "residual", 3 * tsp * s.h * ab, {node}), mlp_host);
   }});
   if (!moe) return pieces;
   pieces.push_back({PieceRole::dispatch, [&w, &c, rank](int after) { return moe_a2a_to_experts(w, rank, c, false, after); }});
@@ -239,29 +255,35 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
     const bool selective = tr.recompute == Recompute::selective;
     const RecomputeModules& again = tr.recompute_modules;
     int node = after;
+    const int host = moe ? -1 : dense_host_node(w, rank, DenseHalf::mlp, true);
     if (tr.recompute == Recompute::full) node = emit_layer_forward(w, rank, c, layer, node);
+    const bool op_sac = selective && w.s.framework.selective_recompute == SelectiveRecompute::torch_op_sac;
+    if (op_sac && !moe) node = op_sac_recompute(w, rank, layer, DenseHalf::mlp, node);
     // Selective recompute: the norms run again (their outputs were dropped), and a recomputed dense MLP
     // runs its whole forward again before its backward (Megatron checkpoints the MLP module: FC1 with
     // the SP all-gather of its input, the activation, FC2 with its reduce-scatter or all-reduce).
-    if (selective && again.layernorm) node = w.memory(rank, "norms.recompute", 2 * 2 * tsp * s.h * ab, after_of(node));
+    if (selective && again.layernorm) {
+      node = w.memory(rank, "norms.recompute", 2 * (2 * tsp * s.h * ab + norm_extra_bytes(w, false) * tsp * s.h), after_of(node));
+    }
     if (moe) {
       if (selective && again.moe) node = moe_forward_again(w, rank, c, layer, node);
       return moe_unpermute(w, rank, layer, true, node);
     }
     if (selective && again.mlp) {
       node = gemm_with_tp(w, rank, c, layer, {"fc1.recompute", t, s.ffn_cols, s.h}, Op::all_gather, true, node);
-      node = w.memory(rank, "act.recompute", (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
+      node = w.memory(rank, "act.recompute", (s.gated ? 3 : 2) * t * s.ffn * ab + activation_extra_bytes(w, false) * t * s.ffn, {node});
       node = gemm_with_tp(w, rank, c, layer, {"fc2.recompute", t, s.h, s.ffn}, reduce, false, node);
     }
     node = lora_backward(w, rank, c, "linear_fc2", node);
     if (sp) node = gemm_with_tp(w, rank, c, layer, {"fc2.dgrad", t, s.ffn, s.h}, Op::all_gather, true, node);
     else node = w.gemm(rank, "fc2.dgrad", t, s.ffn, s.h, fp8, after_of(node));
     node = w.gemm(rank, "fc2.wgrad", s.h, s.ffn, t, fp8, {node});
-    node = w.memory(rank, "act.bwd", 2 * (s.gated ? 3 : 2) * t * s.ffn * ab, {node});
+    node = w.memory(rank, "act.bwd", 2 * (s.gated ? 3 : 2) * t * s.ffn * ab + activation_extra_bytes(w, true) * t * s.ffn, {node});
     node = lora_backward(w, rank, c, "linear_fc1", node);
     node = gemm_with_tp(w, rank, c, layer, {"fc1.dgrad", t, s.h, s.ffn_cols, true}, reduce, false, node);
-    if (sp) return gemm_with_tp(w, rank, c, layer, {"fc1.wgrad", s.ffn_cols, s.h, t, true}, Op::all_gather, true, node);  // LN output again
-    return w.gemm(rank, "fc1.wgrad", s.ffn_cols, s.h, t, fp8, {node});
+    if (sp) node = gemm_with_tp(w, rank, c, layer, {"fc1.wgrad", s.ffn_cols, s.h, t, true}, Op::all_gather, true, node);  // LN output again
+    else node = w.gemm(rank, "fc1.wgrad", s.ffn_cols, s.h, t, fp8, {node});
+    return gate_on_dense_host(w, node, host);
   }});
   if (moe) {
     pieces.push_back({PieceRole::combine, [&w, &c, rank](int after) { return moe_a2a_to_experts(w, rank, c, true, after); }});
@@ -273,22 +295,27 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
   pieces.push_back({PieceRole::attention, [&w, &c, rank, layer, moe, fp8, s, t, tsp, ab, sp, reduce](int after) {
     const auto& tr = w.s.training;
     int node = moe ? moe_route(w, rank, layer, true, after) : after;
-    const int host = moe ? host_issue_node(w, rank, "host.attention.bwd", attention_host_ops().seconds()) : -1;
-    node = w.memory(rank, "norm2.bwd", 2 * 5 * tsp * s.h * ab, after_of(node));
+    const int host = moe ? host_issue_node(w, rank, "host.attention.bwd", attention_host_ops().seconds())
+                         : dense_host_node(w, rank, DenseHalf::attention, true);
+    const double norm_extra = norm_extra_bytes(w, true) * tsp * s.h;  // unfused norms (elementwise_fusion.cpp)
+    node = w.memory(rank, "norm2.bwd", 2 * 5 * tsp * s.h * ab + norm_extra, after_of(node));
     node = lora_backward(w, rank, c, "linear_proj", node);
     if (sp) node = gemm_with_tp(w, rank, c, layer, {"proj.dgrad", t, s.o_in, s.h}, Op::all_gather, true, node);
     else node = w.gemm(rank, "proj.dgrad", t, s.o_in, s.h, fp8, {node});
     node = w.gemm(rank, "proj.wgrad", s.h, s.o_in, t, fp8, {node});
+    if (tr.recompute == Recompute::selective && w.s.framework.selective_recompute == SelectiveRecompute::torch_op_sac && !moe) {
+      node = op_sac_recompute(w, rank, layer, DenseHalf::attention, node);
+    }
     node = attention_recompute(w, rank, layer, node);
     if (tr.recompute == Recompute::selective && tr.recompute_modules.mla_up_proj) node = mla_up_recompute(w, rank, layer, node);
     node = attention_with_cp(w, rank, c, layer, true, node);
-    node = w.memory(rank, "rope.bwd", 2 * t * (s.q + s.kv) * ab, {node});
+    node = w.memory(rank, "rope.bwd", 2 * t * (s.q + s.kv) * ab + rope_bytes_extra(w, t, s.q + s.kv, true), {node});
     node = lora_backward(w, rank, c, "linear_qkv", node);
     node = gemm_with_tp(w, rank, c, layer, {"qkv.dgrad", t, s.h, s.q + 2 * s.kv, true}, reduce, false, node);
     if (sp) node = gemm_with_tp(w, rank, c, layer, {"qkv.wgrad", s.q + 2 * s.kv, s.h, t, true}, Op::all_gather, true, node);
     else node = w.gemm(rank, "qkv.wgrad", s.q + 2 * s.kv, s.h, t, fp8, {node});
-    node = w.memory(rank, "norm1.bwd", 2 * 2 * tsp * s.h * ab, {node});
-    return moe ? gate_on_host(w, node, host) : node;
+    node = w.memory(rank, "norm1.bwd", 2 * 2 * tsp * s.h * ab + norm_extra, {node});
+    return moe ? gate_on_host(w, node, host) : gate_on_dense_host(w, node, host);
   }});
   return pieces;
 }

@@ -168,8 +168,14 @@ int moe_route(TraceWriter& w, int rank, int layer, bool backward, int after) {
   const int host = host_issue(w, rank, layer, MoeStep::route, backward, backward ? "host.moe.route.bwd" : "host.moe.route");
   int node = after;
   if (!backward) node = w.gemm(rank, "moe.router", s.tokens_in, w.s.model.moe.experts, w.s.model.hidden, false, after_of(node));
+  // The stack's unfused router and permutation (elementwise_fusion.cpp).
+  if (const double router = router_extra_bytes(w, s.tokens_in); router > 0) {
+    node = w.memory(rank, backward ? "moe.router_ops.bwd" : "moe.router_ops", router, after_of(node));
+  }
   // DeepEP / HybridEP take the tokens unpermuted
-  if (!flex(w)) node = w.memory(rank, backward ? "moe.permute.bwd" : "moe.permute", (backward ? 4 : 2) * s.routed_bytes, after_of(node));
+  if (!flex(w)) {
+    node = w.memory(rank, backward ? "moe.permute.bwd" : "moe.permute", (backward ? 4 : 2) * s.routed_bytes * permute_pass_factor(w), after_of(node));
+  }
   gated_by_host(w, node, host);
   if (!backward && overlapped_shared_expert(w)) moe_shared_expert(w, rank, layer, true, false, node);  // beside the dispatch
   return node;
@@ -276,7 +282,9 @@ int moe_unpermute(TraceWriter& w, int rank, int layer, bool backward, int after)
   const MoeShape s = moe_shape(w);
   const int host = host_issue(w, rank, layer, MoeStep::unpermute, backward, backward ? "host.moe.unpermute.bwd" : "host.moe.unpermute");
   int node = after;  // flex: the combine kernel sums each token's expert outputs
-  if (!flex(w)) node = w.memory(rank, backward ? "moe.unpermute.bwd" : "moe.unpermute", (backward ? 4 : 2) * s.routed_bytes, after_of(node));
+  if (!flex(w)) {
+    node = w.memory(rank, backward ? "moe.unpermute.bwd" : "moe.unpermute", (backward ? 4 : 2) * s.routed_bytes * permute_pass_factor(w), after_of(node));
+  }
   gated_by_host(w, node, host);
   if (backward && overlapped_shared_expert(w)) moe_shared_expert(w, rank, layer, false, true, node);  // beside the combine's gradient
   return node;

@@ -131,11 +131,22 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
 
 Scenario scenario_from_json(json document, const std::string& origin, const std::filesystem::path& base_dir,
                             const hardware::Catalog& catalog) {
-  config::ObjectReader root(document, origin);
   Scenario s;
   s.file = origin;
   s.base_dir = base_dir;
   s.resolved = document;
+  // The stack first: its defaults fill the training and parallelism keys the scenario leaves out.
+  if (document.is_object() && document.contains("training") && document["training"].is_object() &&
+      document["training"].contains("framework")) {
+    const json& value = document["training"]["framework"];
+    if (!value.is_string()) {
+      throw InputError(origin + ": at /training/framework: found " + config::render_value(value) +
+                       ", expected a stack name such as \"torchtitan\" or \"torchtitan@2025-03\" (configs/stacks)");
+    }
+    s.framework = load_framework(value.get<std::string>(), origin, default_stacks_dir());
+    apply_framework_defaults(s.framework, document);
+  }
+  config::ObjectReader root(document, origin);
   root.optional_string("schema");
   root.optional_string("description");
   s.name = root.string_or("name", std::filesystem::path(origin).stem().string());
@@ -147,11 +158,28 @@ Scenario scenario_from_json(json document, const std::string& origin, const std:
   // cluster's GPU and the scenario's precision and layout (recipe_loader.cpp).
   s.recipe = apply_recipe(document, origin, base_dir, s.cluster.gpu.name);
   if (s.recipe) {
+    // The recipe's release names its stack; the scenario's own training.framework wins.
+    if (!s.recipe->framework.empty() && !document["training"].contains("framework")) {
+      s.framework = load_framework(s.recipe->framework, origin + " (training.recipe " + s.recipe->reference + ")",
+                                   default_stacks_dir());
+      apply_framework_defaults(s.framework, document);
+    }
     s.resolved = document;
     s.resolved["training"]["recipe"] = s.recipe->reference;
   }
   config::ObjectReader training = root.required_object("training");
+  training.optional_string("framework");  // read above
+  // torch.compile is an option of a run on a PyTorch-native stack; the stack's release gives the default.
+  s.framework.torch_compile = training.bool_or("torch_compile", s.framework.torch_compile);
   s.training = read_training(training);
+  if (s.framework.selective_recompute == SelectiveRecompute::torch_op_sac && s.training.recompute == Recompute::selective) {
+    // The stack's selective recompute is PyTorch's op-level policy (op_recompute.cpp), not Megatron's modules.
+    if (document["training"].contains("recompute_modules")) {
+      throw InputError(origin + ": /training/recompute_modules: stack " + s.framework.display_name +
+                       " recomputes by its op-level policy under recompute_granularity \"selective\"; expected no recompute_modules");
+    }
+    s.training.recompute_modules = RecomputeModules{false, false, false, false, false, false};
+  }
   if (s.training.mtp_num_layers >= 0) s.model.mtp_layers = s.training.mtp_num_layers;
   config::ObjectReader parallelism = root.required_object("parallelism");
   s.placement = topology::parse_placement_policy(parallelism.string_or("placement", "packed"));
@@ -164,6 +192,10 @@ Scenario scenario_from_json(json document, const std::string& origin, const std:
   // Sections read by other parts (storage: checkpoint plan and failure model) from `resolved`.
   root.reject_unknown_keys({"checkpoint", "failures"});
   validate(s.parallelism, s.training, s.model, s.cluster.gpu, origin);
+  if (s.framework.attention == AttentionKernel::unfused && s.parallelism.cp > 1) {
+    throw InputError(origin + ": /parallelism/context_parallel_size = " + std::to_string(s.parallelism.cp) + ": stack " +
+                     s.framework.display_name + " runs unfused attention, which has no context parallelism (expected 1)");
+  }
   return s;
 }
 

@@ -247,12 +247,13 @@ class RankBuilder {
     Bucket current;
     current.first_layer_forward = end;
     const bool bucketing = w_.s.training.overlap_grad_reduce;
+    const bool per_block = fsdp2();  // FSDP2: one unit per transformer block (sharded_gathers.cpp)
     for (int layer = end - 1; layer >= begin; --layer) {
       auto [dense, expert] = layer_params(layer);
       current.dense_params += dense;
       current.expert_params += expert;
       current.first_layer_forward = layer;
-      if (bucketing && current.dense_params + current.expert_params >= bucket_limit()) {
+      if (per_block || (bucketing && current.dense_params + current.expert_params >= bucket_limit())) {
         out.push_back(current);
         current = Bucket{};
         current.first_layer_forward = layer;
@@ -296,7 +297,7 @@ class RankBuilder {
   /// Distributed optimizer: the updated parameters are all-gathered at the start of the step (Megatron
   /// overlaps them with the first forward, one bucket ahead); each layer's first forward waits for its bucket.
   void gather_parameters() {
-    if (!shards_params()) return;
+    if (!shards_params() || deepspeed()) return;
     for (int chunk = 0; chunk < w_.s.parallelism.vp; ++chunk) gathered_[chunk] = gather_chunk(chunk, {});
   }
 
@@ -306,16 +307,56 @@ class RankBuilder {
     if (it == gathers.begin()) return node;
     --it;
     if (only_at_start && it->first != layer) return node;
+    if (fsdp2() && zero3()) {  // FSDP2 splits the gathered buffer into the block's parameters (sharded_gathers.cpp)
+      const auto [dense, expert] = layer_params(layer);
+      return w_.memory(rank_, "param.copy_out", detail::fsdp2_copy_out_bytes(dense + expert, param_bytes()), {node, it->second});
+    }
     return w_.memory(rank_, "param.wait", 0, {node, it->second});
   }
   bool zero3() const { return w_.s.parallelism.sharding == Sharding::optim_grads_params; }
+  bool fsdp2() const { return w_.s.framework.dp_engine == DataParallelEngine::fsdp2; }
+  bool deepspeed() const { return zero3() && w_.s.framework.dp_engine == DataParallelEngine::deepspeed; }
+
+  /// DeepSpeed ZeRO-3: the layer's parameter tensors gathered one by one when the layer is reached (no
+  /// prefetch); the layer waits for all of them (sharded_gathers.cpp).
+  int gather_tensors(int layer, int node, bool again = false) {
+    const auto [dense, expert] = layer_params(layer);
+    std::vector<int> wait{node};
+    auto tensors = detail::layer_parameter_tensors(w_, layer, dense);
+    if (again) tensors = detail::tensors_gathered_again(tensors, w_.s.framework.max_reuse_distance);
+    for (double elements : tensors) {
+      const int gather = w_.collective(rank_, c_.dp_cp, "dp", Category::dp_comm, collectives::Op::all_gather,
+                                       elements * param_bytes(), again ? "param.ag.again" : "param.ag", {node});
+      if (gather != node) wait.push_back(gather);
+    }
+    if (expert > 0 && !again) {
+      const int gather = w_.collective(rank_, c_.edp, "dp", Category::dp_comm, collectives::Op::all_gather,
+                                       expert * param_bytes(), "param.ag.experts", {node});
+      if (gather != node) wait.push_back(gather);
+    }
+    return wait.size() == 1 ? node : w_.memory(rank_, "param.wait", 0, wait);
+  }
+  /// DeepSpeed ZeRO-3: a chunk's embedding and output layer, gathered when its pass starts.
+  int gather_chunk_extras(int chunk, int node) {
+    const auto [dense, expert] = extra_params(chunk);
+    if (dense + expert <= 0) return node;
+    Bucket extras;
+    extras.dense_params = dense;
+    extras.expert_params = expert;
+    const int gather = dp_collective(collectives::Op::all_gather, extras, param_bytes(), "param.ag", {node});
+    return gather == node ? node : w_.memory(rank_, "param.wait", 0, {node, gather});
+  }
 
   /// Gradient reduction issued as the last micro-batch's backward completes each bucket.
   void reduce_bucket_if_full(int chunk, int layer, int after) {
     for (const auto& bucket : chunk_buckets(chunk)) {
       if (bucket.first_layer_forward != layer) continue;
       auto op = shards_params() ? collectives::Op::reduce_scatter : collectives::Op::all_reduce;
-      reductions_.push_back(dp_collective(op, bucket, grad_bytes(), "grad.rs", {after}));
+      int ready = after;
+      if (fsdp2() && zero3()) {  // FSDP2's copy of the gradients into the reduce buffer (sharded_gathers.cpp)
+        ready = w_.memory(rank_, "grad.copy_in", detail::fsdp2_copy_in_bytes(bucket.dense_params + bucket.expert_params, grad_bytes()), {after});
+      }
+      reductions_.push_back(dp_collective(op, bucket, grad_bytes(), "grad.rs", {ready}));
     }
   }
   const std::vector<Bucket>& chunk_buckets(int chunk) {
@@ -345,14 +386,15 @@ class RankBuilder {
     if (!w_.s.training.overlap_param_gather && last_gather_ >= 0 && microbatch == 0) deps.push_back(last_gather_);
     if (f.stage == 0) f.node = w_.memory(rank_, "embedding", 2.0 * w_.tokens_sp * w_.s.model.hidden * w_.act_bytes, deps);
     else f.node = w_.memory(rank_, "recv.wait", 0, deps);
-    if (microbatch == 0) f.gathers = gathered_[chunk];
+    if (deepspeed()) f.node = gather_chunk_extras(chunk, f.node);
+    else if (microbatch == 0) f.gathers = gathered_[chunk];
     else if (zero3()) f.gathers = gather_chunk(chunk, {f.node});  // FSDP: gathered again for every micro-batch
     return f;
   }
   /// The pieces of the forward's i-th layer, after waiting for its parameters.
   detail::LayerPieces forward_layer(Pass& f, int i) {
     const int layer = f.begin + i;
-    f.node = wait_for_bucket(f.gathers, layer, f.node, true);
+    f.node = deepspeed() ? gather_tensors(layer, f.node) : wait_for_bucket(f.gathers, layer, f.node, true);
     return detail::layer_forward_pieces(w_, rank_, c_, layer);
   }
   void forward_finish(Pass& f) {
@@ -360,7 +402,8 @@ class RankBuilder {
     if (f.stage == stages() - 1) {
       const double t = w_.tokens, v = w_.vocab_padded / static_cast<double>(w_.s.parallelism.tp);
       f.node = w_.gemm(rank_, "logits", t, v, w_.s.model.hidden, false, {f.node});
-      f.node = w_.memory(rank_, "loss", 2 * t * v * 4.0, {f.node});  // FP32 softmax cross-entropy
+      // FP32 softmax cross-entropy, with the stack's unfused passes (elementwise_fusion.cpp)
+      f.node = w_.memory(rank_, "loss", 2 * t * v * 4.0 + detail::cross_entropy_extra_bytes(w_, false) * t * v, {f.node});
     } else {
       f.node = send(f.stage + 1, f.microbatch, true, f.node);
     }
@@ -379,7 +422,7 @@ class RankBuilder {
     b.node = w_.memory(rank_, "bwd.start", 0, deps);
     if (b.stage == stages() - 1) {
       const double t = w_.tokens, v = w_.vocab_padded / static_cast<double>(p.tp);
-      b.node = w_.memory(rank_, "loss.bwd", 2 * t * v * 4.0, {b.node});
+      b.node = w_.memory(rank_, "loss.bwd", 2 * t * v * 4.0 + detail::cross_entropy_extra_bytes(w_, true) * t * v, {b.node});
       b.node = w_.gemm(rank_, "logits.dgrad", t, w_.s.model.hidden, v, false, {b.node});
       b.node = w_.gemm(rank_, "logits.wgrad", w_.s.model.hidden, v, t, false, {b.node});
     }
@@ -387,14 +430,22 @@ class RankBuilder {
     b.reduce_now = w_.s.training.overlap_grad_reduce &&
                    (microbatch == p.microbatches - 1 || p.sharding == Sharding::optim_grads ||
                     p.sharding == Sharding::optim_grads_params);
-    if (zero3()) b.gathers = gather_chunk(chunk, {b.node});  // FSDP: parameters gathered again for backward
+    if (deepspeed()) b.node = gather_chunk_extras(chunk, b.node);
+    else if (zero3()) b.gathers = gather_chunk(chunk, {b.node});  // FSDP: parameters gathered again for backward
     return b;
   }
   /// The pieces of the backward's i-th layer (last layer first).
   detail::LayerPieces backward_layer(Pass& b, int i) {
     const int layer = b.end - 1 - i;
-    if (zero3()) b.node = wait_for_bucket(b.gathers, layer, b.node, false);
-    return detail::layer_backward_pieces(w_, rank_, c_, layer);
+    if (deepspeed()) b.node = gather_tensors(layer, b.node);
+    else if (zero3()) b.node = wait_for_bucket(b.gathers, layer, b.node, false);
+    auto pieces = detail::layer_backward_pieces(w_, rank_, c_, layer);
+    if (deepspeed() && w_.s.training.recompute == Recompute::full) {
+      // Parameters released between the recomputed forward and their backward are gathered again.
+      auto at = std::find_if(pieces.begin(), pieces.end(), [](const detail::LayerPiece& p) { return p.role == detail::PieceRole::attention; });
+      pieces.insert(at, {detail::PieceRole::pre, [this, layer](int after) { return gather_tensors(layer, after, true); }});
+    }
+    return pieces;
   }
   /// After the backward's i-th layer: reduce the buckets it completed.
   void backward_layer_done(Pass& b, int i) {

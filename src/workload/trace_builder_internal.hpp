@@ -141,6 +141,38 @@ int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int
 double attention_forward_flops(const TraceWriter& w, int layer);
 double attention_kernel_span(const TraceWriter& w, int layer);
 
+// The stack's mechanisms (framework.hpp; docs/model.md "Software stacks").
+/// attention_kernel.cpp: the unfused attention core (scores materialised in HBM), forward or backward,
+/// nodes named `prefix`.qk, .softmax, ...; returns the last. One pass over a rank's score matrices in bytes.
+int unfused_attention(TraceWriter& w, int rank, bool backward, const std::string& prefix, int after);
+double unfused_score_bytes(const TraceWriter& w);
+/// elementwise_fusion.cpp: extra HBM bytes per element of an unfused chain over the fused kernel (0 when
+/// the stack fuses it or torch.compile does), and the kernels the chain launches.
+double norm_extra_bytes(const TraceWriter& w, bool backward);
+double rope_extra_bytes(const TraceWriter& w, bool backward);
+double activation_extra_bytes(const TraceWriter& w, bool backward);
+double cross_entropy_extra_bytes(const TraceWriter& w, bool backward);
+double permute_pass_factor(const TraceWriter& w);
+double router_extra_bytes(const TraceWriter& w, double tokens);
+enum class ElementWiseChain { norm, rope, activation, cross_entropy };
+int element_wise_ops(const TraceWriter& w, ElementWiseChain chain);
+/// host_launch.cpp: a dense layer's host issue where no CUDA graph covers it (-1 / 0 s when covered).
+enum class DenseHalf { attention, mlp };
+double dense_half_host_s(const TraceWriter& w, DenseHalf half, bool backward);
+int dense_host_node(TraceWriter& w, int rank, DenseHalf half, bool backward);
+int gate_on_dense_host(TraceWriter& w, int node, int host);
+/// op_recompute.cpp: torch op-level selective checkpointing (torchtitan): the ops of one half of a dense
+/// layer's forward that the policy does not save, run again before its backward.
+int op_sac_recompute(TraceWriter& w, int rank, int layer, DenseHalf half, int after);
+/// sharded_gathers.cpp: a layer's parameter tensors on one rank (elements; DeepSpeed gathers each), and
+/// FSDP2's copy-out (after each all-gather) and copy-in (before each reduce-scatter) bytes.
+std::vector<double> layer_parameter_tensors(const TraceWriter& w, int layer, double dense_on_rank);
+/// Of a layer's tensors (forward order), those DeepSpeed gathers again between the recomputed forward and
+/// the backward: their reuse distance exceeds `max_reuse_distance` elements.
+std::vector<double> tensors_gathered_again(const std::vector<double>& tensors, double max_reuse_distance);
+double fsdp2_copy_out_bytes(double params, double param_bytes);
+double fsdp2_copy_in_bytes(double params, double grad_bytes);
+
 /// A hybrid model's layer (M, *, -, E of its pattern) in the same pieces (mamba_ops.cpp).
 LayerPieces hybrid_forward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer);
 LayerPieces hybrid_backward_pieces(TraceWriter& w, int rank, const Communicators& c, int layer);

@@ -139,6 +139,7 @@ json trace_to_json(const Trace& trace) {
       if (n.fp8_block_scaled) j["fp8_block_scaled"] = true;
       if (n.sms_taken > 0) j["sms_taken"] = n.sms_taken;
       if (n.attention_span > 0) j["attention_span"] = n.attention_span;
+      if (n.attention_flash2) j["attention_kernel"] = "flash2";
     } else if (n.type == NodeType::coll) {
       j["comm_type"] = kCommTypes.at(n.op);
       j["comm_group"] = n.comm;
@@ -215,6 +216,11 @@ Trace trace_from_json(const json& doc, const std::string& file) {
       if (j.contains("num_ops")) n.flops = r.number(j["num_ops"], where + "/num_ops", kMaxFlops);
       if (j.contains("tensor_size")) n.bytes = r.number(j["tensor_size"], where + "/tensor_size", kMaxBytes);
       if (j.contains("attention_span")) n.attention_span = r.number(j["attention_span"], where + "/attention_span", kMaxGemmDim);
+      if (j.contains("attention_kernel")) {
+        const std::string kernel = r.string(j["attention_kernel"], where + "/attention_kernel");
+        if (kernel != "fused" && kernel != "flash2") r.fail(where + "/attention_kernel", "expected \"fused\" or \"flash2\"");
+        n.attention_flash2 = kernel == "flash2";
+      }
       if (j.contains("gemm_mnk")) {
         const json& mnk = r.array(j["gemm_mnk"], where + "/gemm_mnk");
         if (mnk.size() != 3) r.fail(where + "/gemm_mnk", "expected [m, n, k]");

@@ -33,6 +33,17 @@ inline constexpr double kMemoryKernelOverhead_s = 2.0e-6;
 /// hw-azure-nd_h100_v5-microbench, 0.33, are FA2 on Hopper, which Transformer Engine does not use.)
 double attention_efficiency(int sm_version, bool backward, double mean_span);
 
+/// FlashAttention-2's asymptotic efficiency on Hopper and later (PyTorch SDPA's flash backend, which is
+/// FA2 and not FA3 there), forward / backward, fraction of the BF16 dense peak. Forward: 327.9 TFLOPS in
+/// calibration hw-azure-nd_h100_v5-microbench ("Flash Attention 2.0", head dim 128, batch 2, seq 8192),
+/// read as causal with 4,096 keys per query, i.e. 0.331 of 989 TFLOPS at that span's factor 0.937 of the
+/// curve above -> 0.353. Backward: FA2's backward/forward ratio on A100 (0.59 / 0.75, Dao 2023), 0.278.
+/// On Ampere FA2 is the fused kernel already (same curve).
+inline constexpr double kFlash2HopperForward = 0.353;
+inline constexpr double kFlash2HopperBackward = 0.278;
+/// The same curve as attention_efficiency with FlashAttention-2's asymptote.
+double flash2_attention_efficiency(int sm_version, bool backward, double mean_span);
+
 /// Keys of the attention loop that one thread block's fixed cost is worth (fitted with e_max above to
 /// the FA3 curve: non-causal seq 512 runs at 0.71 of its 16k speed).
 inline constexpr double kAttentionSpanOverhead = 208.0;
@@ -90,7 +101,7 @@ class ComputeModel {
   /// Fused attention (always BF16 in Megatron recipes, FP8 or not); `mean_span`: keys per query in the
   /// kernel (attention_efficiency); `sms_taken` SMs held by a communication kernel beside it slow it in
   /// proportion.
-  double attention_s(double flops, bool backward, double mean_span, int sms_taken = 0) const;
+  double attention_s(double flops, bool backward, double mean_span, int sms_taken = 0, bool flash2 = false) const;
   /// A memory-bound kernel moving `bytes` through HBM.
   double memory_s(double bytes) const;
   const hardware::GpuSpec& gpu() const { return gpu_; }

@@ -14,6 +14,7 @@
 #include "fmsim/hardware/catalog.hpp"
 #include "fmsim/topology/cluster_spec.hpp"
 #include "fmsim/topology/placement.hpp"
+#include "fmsim/workload/framework.hpp"
 #include "fmsim/workload/model.hpp"
 #include "fmsim/workload/parallelism.hpp"
 #include "fmsim/workload/recipe.hpp"
@@ -31,6 +32,7 @@ struct Scenario {
   ModelSpec model;
   Parallelism parallelism;
   TrainingOptions training;
+  Framework framework;  ///< training.framework (framework.hpp); default: current Megatron-Core
   topology::PlacementPolicy placement = topology::PlacementPolicy::packed;
   std::uint64_t seed = 0;
   Fidelity fidelity = Fidelity::fast;
