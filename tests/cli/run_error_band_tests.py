@@ -88,7 +88,7 @@ def moe_blackwell_run_falls_in_its_group():
 
 @test
 def serve_states_the_band_or_no_validation_data():
-    for arrival, mode in (([], "server"), (["--set", "workload.arrival=offline"], "offline")):
+    for arrival, mode in (([], "server"), (["--set", "workload.arrival=offline", "--unset", "workload.rate"], "offline")):
         doc = run_json("serve", SERVING, *FEW, *arrival)
         band = doc["error_band"]
         group = {"generation": "H200", "kind": "dense", "mode": mode}

@@ -99,6 +99,13 @@ TEST_CASE("the exact group wins over a neighbour with more rows; a miss names th
   REQUIRE(miss.nearest);
   CHECK(miss.nearest->group == training_key("H100", "dense", "pretrain", "megatron-core"));
   CHECK(report::describe(miss).rfind("no validation data for dense H100 SFT on Megatron-Core (nearest validated group, not this one: ", 0) == 0);
+  // H200 has no rows: the nearest is H100 (same GPU family), not Blackwell with more rows.
+  json more = bands;
+  more["training"].push_back(band_entry(training_key("Blackwell", "dense", "pretrain", "megatron-core"), 25, 0.05, -0.01));
+  const auto h200 = report::lookup_band(more, "b.json", "training", training_key("H200", "dense", "pretrain", "megatron-core"));
+  CHECK_FALSE(h200.band);
+  REQUIRE(h200.nearest);
+  CHECK(h200.nearest->group["generation"] == "H100");
   const auto none = report::lookup_band(bands, "b.json", "serving", json{{"generation", "A100"}, {"kind", "MoE"}, {"mode", "server"}});
   CHECK_FALSE(none.band);
   CHECK_FALSE(none.nearest);
