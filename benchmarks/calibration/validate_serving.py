@@ -289,6 +289,14 @@ def is_moe(hf):
     return bool(hf.get("num_local_experts", hf.get("num_experts", 0)))
 
 
+def model_class(model):
+    """'MoE' or 'dense' for a scenario's model (a preset name of configs/models or an inline config)."""
+    if isinstance(model, str):
+        with open(os.path.join(MODELS, model + ".json")) as f:
+            model = json.load(f)
+    return "MoE" if is_moe(model) else "dense"
+
+
 def stats(errors):
     if not errors:
         return {"n": 0}
@@ -327,11 +335,12 @@ def main():
                     not_run.append({"case": cid, "reason": f"fmsim refused it: {error}"})
                     continue
                 m = case["measured"]
+                cls = model_class(scenario["model"])
                 for metric, key in (("TTFT", "ttft"), ("TPOT", "tpot")):
                     for p in ("p50", "p99"):
                         measured_s = m[f"{key}_ms"][p] / 1000
                         predicted_s = doc[f"{key}_s"][p]
-                        server_rows.append({"case": cid, "gpu": gpu, "metric": f"{metric} {p}", "rate_per_s": rate,
+                        server_rows.append({"case": cid, "gpu": gpu, "class": cls, "metric": f"{metric} {p}", "rate_per_s": rate,
                                             "measured_s": measured_s, "fmsim_s": predicted_s,
                                             "error": predicted_s / measured_s - 1})
                 # Requests in flight per replica: Little's law on the measured completions and mean latency;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "fmsim/report/error_band.hpp"
 #include "fmsim/units/format.hpp"
 
 namespace fmsim::inference {
@@ -302,6 +303,7 @@ nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& s, const Ser
                         {"preemptions", r.preemptions}});
   }
   doc["replicas"] = replicas;
+  doc["error_band"] = report::to_json(report::serving_error_band(scenario));  // the validation group's band
   doc["resolved_scenario"] = scenario.resolved;
   return doc;
 }
@@ -326,6 +328,8 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
                 s.requests, units::format_time(s.duration_s).c_str(), s.output_tokens_per_s, s.output_tokens_per_s_per_gpu,
                 s.input_tokens_per_s);
   out += line;
+  const report::ErrorBand band = report::serving_error_band(scenario);
+  out += "error band" + (band.band ? " (" + band.band->metric + ")" : std::string()) + ": " + report::describe(band) + "\n";
   if (s.offered_requests_per_s) {
     std::snprintf(line, sizeof line, "offered %.2f req/s; achieved %.2f req/s from first arrival to last completion "
                   "(includes the %s drain after the last arrival)\n", *s.offered_requests_per_s, s.requests_per_s,

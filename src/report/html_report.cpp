@@ -165,6 +165,7 @@ std::string run_page(const ResultReader& r) {
       {"memory per GPU", detail::with_unit(r.number("/hbm_peak_bytes") / 1e9, "GB") + " of " +
                              detail::with_unit(r.number("/hbm_capacity_bytes") / 1e9, "GB") + (r.at("/oom").get<bool>() ? " (OOM)" : "")},
   };
+  if (r.has("/error_band/description")) facts.push_back({"expected error (validation)", r.text("/error_band/description")});
   if (r.has("/usd_per_step")) {
     facts.push_back({"cost", "$" + detail::with_unit(r.number("/usd_per_step"), "per step") + ", $" +
                                  detail::with_unit(r.number("/usd_per_million_tokens"), "per million tokens")});

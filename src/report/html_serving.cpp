@@ -49,6 +49,7 @@ std::string serve_page(const ResultReader& r) {
       {"KV cache use", "peak " + with_unit(100 * r.number("/kv_cache_utilization/peak"), "%") + ", preemptions " +
                            with_unit(r.number("/preemptions"), "")},
   };
+  if (r.has("/error_band/description")) facts.push_back({"expected error (validation)", r.text("/error_band/description")});
   if (r.has("/usd_per_million_tokens")) facts.push_back({"cost", "$" + with_unit(r.number("/usd_per_million_tokens"), "per million output tokens")});
 
   const std::string latency = section("latency", "Latency percentiles",

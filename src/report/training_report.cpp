@@ -2,6 +2,7 @@
 #include "fmsim/workload/low_precision.hpp"
 #include "fmsim/report/training_report.hpp"
 
+#include "fmsim/report/error_band.hpp"
 #include "fmsim/report/gpu_usage.hpp"
 #include "fmsim/report/pipeline_timeline.hpp"
 #include "fmsim/report/stage_breakdown.hpp"
@@ -89,6 +90,7 @@ json run_to_json(const TrainingRun& run) {
       {"gpus", gpu_usage(run)},
       {"pipeline_timeline", pipeline_timeline(run)},
   };
+  doc["error_band"] = to_json(training_error_band(s));  // error_band.hpp: the validation group's band
   if (run.checkpoint) {
     json checkpoint = storage::to_json(*run.checkpoint, step.step_time_s);
     doc["checkpoint"] = checkpoint;
@@ -127,7 +129,7 @@ std::string run_summary(const TrainingRun& run) {
               ? ", " + workload::describe_workload(s.training.fine_tuning, s.training.seq) : "")
       << (s.model.mtp_layers > 0 ? ", MTP " + std::to_string(s.model.mtp_layers) : "") << "\n";
   if (!s.framework.is_default()) out << "  stack      " << workload::framework_display_name(s) << " (configs/stacks/" << s.framework.name << ".json)\n";
-  out << "  step time      " << fmt("%10.3f s", step.step_time_s) << "\n";
+  out << "  step time      " << fmt("%10.3f s", step.step_time_s) << " (" << describe(training_error_band(s)) << ")\n";
   out << "  tokens/s/GPU   " << fmt("%10.0f", m.tokens_per_s_per_gpu) << "\n";
   out << "  model TFLOP/s  " << fmt("%10.1f", m.model_tflops_per_gpu) << " per GPU\n";
   out << "  MFU            " << fmt("%9.1f %%", 100 * m.mfu) << " of BF16 peak"
