@@ -18,6 +18,11 @@ namespace detail {
 std::string result_schema(const json& doc, const std::string& file) {
   if (!doc.is_object()) throw InputError(file + ": expected a JSON object written by fmsim run, serve or checkpoint");
   const std::string schema = doc.is_object() && doc.contains("schema") && doc["schema"].is_string() ? doc["schema"].get<std::string>() : "";
+  // fmsim serve --allow-oom writes only the reason when a replica does not fit: nothing to report.
+  if (schema == "fmsim.serve/1" && doc.contains("oom_reason") && doc["oom_reason"].is_string()) {
+    throw InputError(file + ": a serving result with \"oom\": true (fmsim serve --allow-oom): nothing was simulated, so there is nothing to report: " +
+                     doc["oom_reason"].get<std::string>());
+  }
   if (schema == "fmsim.run/1" || schema == "fmsim.serve/1" || schema == "fmsim.checkpoint/1") return schema;
   throw InputError(file + ": /schema is \"" + schema +
                    "\"; expected a result of fmsim run (fmsim.run/1), serve (fmsim.serve/1) or checkpoint (fmsim.checkpoint/1)");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fmsim/collectives/layout.hpp"
+#include "fmsim/common/error.hpp"
 #include "fmsim/compute/compute_model.hpp"
 #include "fmsim/inference/serve_scenario.hpp"
 #include "fmsim/topology/cluster_graph.hpp"
@@ -52,6 +53,17 @@ struct ReplicaMemory {
   double kv_bytes_per_token_per_gpu = 0;
   long long kv_blocks = 0;              ///< per replica
   long long kv_capacity_tokens = 0;     ///< kv_blocks x block size
+};
+
+/// A pool's replica that does not fit in GPU memory: its weights, activation workspace and runtime
+/// reserve leave no KV cache. Bad input (exit 2) unless the caller reports it as a result (`fmsim serve
+/// --allow-oom`, which `fmsim check` uses so that the plan fails instead).
+class ReplicaDoesNotFit : public InputError {
+ public:
+  ReplicaDoesNotFit(const std::string& message, double required_bytes, double usable_bytes)
+      : InputError(message), required_bytes(required_bytes), usable_bytes(usable_bytes) {}
+  double required_bytes;  ///< per GPU: weights + activations + runtime reserve
+  double usable_bytes;    ///< per GPU: what the engine may use
 };
 
 class ReplicaModel {
