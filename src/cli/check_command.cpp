@@ -26,10 +26,11 @@ struct CheckOptions {
 };
 
 nlohmann::json run_plan(const GlobalOptions& globals, const report::CapacityPlan& plan) {
-  // Training plans run with --allow-oom: a scenario that stops fitting in HBM is a failed expectation
-  // (oom, hbm_peak_bytes; judge() always checks oom), not an unusable plan.
+  // Every plan runs with --allow-oom: a scenario that stops fitting in HBM is a failed expectation
+  // (judge() always checks oom: a training run's hbm_peak_bytes, a serving replica's oom_reason), not an
+  // unusable plan.
   std::vector<std::string> arguments = json_result_arguments(globals.catalog_dir, plan.job);
-  if (plan.job.command == "run" || plan.job.command == "checkpoint") arguments.push_back("--allow-oom");
+  arguments.push_back("--allow-oom");
   const ChildResult child = run_fmsim(arguments);
   if (child.exit_code == 2) throw InputError(plan.file + ": " + error_message(child));
   if (child.exit_code != 0) {

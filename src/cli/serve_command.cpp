@@ -1,4 +1,4 @@
-// fmsim serve SCENARIO.json [--set path=value ...] [--json FILE|-] [--timeline FILE] [--sweep-rate]
+// fmsim serve SCENARIO.json [--set path=value ...] [--json FILE|-] [--timeline FILE] [--sweep-rate] [--allow-oom]
 // Simulates an LLM serving deployment: throughput, TTFT/TPOT/end-to-end percentiles, SLO goodput, KV
 // cache use, preemptions and cost; with --sweep-rate, the highest arrival rate within the SLOs.
 #include <memory>
@@ -8,6 +8,7 @@
 
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
+#include "fmsim/common/error.hpp"
 #include "fmsim/inference/rate_sweep.hpp"
 #include "fmsim/inference/serve_report.hpp"
 #include "fmsim/report/prometheus_export.hpp"
@@ -18,13 +19,40 @@ namespace {
 struct ServeOptions {
   std::string scenario_file, json_file, timeline_file, prometheus_file;
   std::vector<std::string> sets;
-  bool sweep_rate = false;
+  bool sweep_rate = false, allow_oom = false;
 };
+
+// --allow-oom: a replica that does not fit in GPU memory is reported as a result ("oom": true and the
+// reason) instead of bad input, so that `fmsim check` fails the plan rather than stopping.
+int report_oom(const inference::ServeScenario& scenario, const inference::ReplicaDoesNotFit& error, const ServeOptions& o) {
+  if (!o.prometheus_file.empty() || !o.timeline_file.empty()) {
+    throw InputError(std::string(error.what()) + " (with --allow-oom nothing is simulated: no --timeline or --prometheus to write)");
+  }
+  spdlog::warn("{}", error.what());
+  nlohmann::json doc;
+  doc["schema"] = "fmsim.serve/1";
+  doc["scenario"] = {{"name", scenario.name}, {"file", scenario.file}};
+  doc["model"] = scenario.model.name;
+  doc["oom"] = true;
+  doc["oom_reason"] = error.what();
+  doc["hbm_required_bytes"] = error.required_bytes;
+  doc["hbm_usable_bytes"] = error.usable_bytes;
+  if (o.json_file != "-") write_output("-", scenario.name + ": does not fit in GPU memory; nothing simulated (--allow-oom)\n");
+  if (!o.json_file.empty()) write_output(o.json_file, doc.dump(2) + "\n");
+  return 0;
+}
 
 int run_serve(const GlobalOptions& globals, const ServeOptions& o) {
   auto catalog = load_catalog(globals);
   const inference::ServeScenario scenario = inference::load_serve_scenario(o.scenario_file, o.sets, catalog);
-  const inference::ServingPlan plan(scenario);
+  std::unique_ptr<inference::ServingPlan> built;
+  try {
+    built = std::make_unique<inference::ServingPlan>(scenario);
+  } catch (const inference::ReplicaDoesNotFit& error) {
+    if (!o.allow_oom) throw;
+    return report_oom(scenario, error, o);
+  }
+  const inference::ServingPlan& plan = *built;
   const auto requests = inference::make_requests(scenario.workload);
   spdlog::info("{}: {} requests on {} replicas", scenario.name, requests.size(), plan.replicas().size());
   const inference::ServeOutcome outcome = inference::simulate_serving(plan, requests, !o.timeline_file.empty());
@@ -62,6 +90,8 @@ void register_serve(CLI::App& app, const GlobalOptions& globals, Action& action)
   sub->add_option("--timeline", o->timeline_file, "write a Chrome trace-event timeline (iterations, KV transfers) for Perfetto");
   sub->add_option("--prometheus", o->prometheus_file, "write Prometheus text metrics (as fmsim report --prometheus)");
   sub->add_flag("--sweep-rate", o->sweep_rate, "also find the highest Poisson arrival rate that meets the scenario's SLOs");
+  sub->add_flag("--allow-oom", o->allow_oom,
+                "when a replica does not fit in GPU memory, write a result with \"oom\": true and the reason instead of failing");
   sub->callback([&globals, o, &action] { action = [&globals, o] { return run_serve(globals, *o); }; });
 }
 

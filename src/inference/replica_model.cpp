@@ -142,7 +142,8 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   memory_.kv_blocks = static_cast<long long>(tokens / pool.engine.block_size);
   memory_.kv_capacity_tokens = memory_.kv_blocks * pool.engine.block_size;
   if (memory_.kv_blocks < 1) {
-    throw InputError(where + ": " + m.name + " does not fit: per GPU (TP " + std::to_string(pool.tp) + ", PP " +
+    const double required = memory_.weight_bytes_per_gpu + memory_.activation_bytes_per_gpu + memory_.reserve_bytes_per_gpu;
+    throw ReplicaDoesNotFit(where + ": " + m.name + " does not fit: per GPU (TP " + std::to_string(pool.tp) + ", PP " +
                      std::to_string(pool.pp) + ") weights " + gib(memory_.weight_bytes_per_gpu) + " + activations " +
                      gib(memory_.activation_bytes_per_gpu) + " + runtime " + gib(memory_.reserve_bytes_per_gpu) +
                      " exceed " + gib(usable) + " (" + scenario.cluster.gpu.name +
@@ -150,7 +151,8 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
                           ? " HBM, of which kv_cache_free_gpu_memory_fraction " + number_text(pool.engine.kv_free_memory_fraction) +
                                 " of what is left goes to the KV cache"
                           : " HBM x gpu_memory_utilization " + number_text(pool.engine.gpu_memory_utilization)) +
-                     "), leaving no KV cache; raise TP or PP, lower precision or max_num_batched_tokens");
+                     "), leaving no KV cache; raise TP or PP, lower precision or max_num_batched_tokens",
+                     required, usable);
   }
   // vLLM's num_gpu_blocks_override: the KV cache holds exactly this many blocks.
   if (pool.engine.num_gpu_blocks_override > 0) {

@@ -17,6 +17,8 @@
 namespace fmsim::inference {
 namespace {
 
+/// The most tokens one request's prompt or output may have (kMaxTokens in serve_scenario.cpp).
+constexpr double kMaxRequestTokens = 1 << 24;
 /// As many requests as a generated workload may have (serve_scenario.cpp).
 constexpr std::size_t kMaxTraceRequests = 10000000;
 
@@ -39,9 +41,11 @@ int draw_length(const LengthSpec& spec, std::mt19937_64& rng) {
       value = std::exp(std::log(spec.mean) - 0.5 * spec.sigma * spec.sigma + spec.sigma * standard_normal(rng));
       break;
   }
-  long long tokens = std::llround(value);
+  // Without a "max" a lognormal tail still stops at the per-request limit (a draw of e^29 tokens was
+  // converted to int as it was); min() first, so that llround never sees a value beyond long long.
+  const double cap = spec.max > 0 ? spec.max : kMaxRequestTokens;
+  long long tokens = std::llround(std::min(value, cap));
   tokens = std::max<long long>(tokens, spec.min);
-  if (spec.max > 0) tokens = std::min<long long>(tokens, spec.max);
   return static_cast<int>(tokens);
 }
 

@@ -243,6 +243,7 @@ nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& s, const Ser
   doc["model"] = scenario.model.name;
   doc["cluster"] = {{"instance_type", scenario.cluster.instance.name}, {"gpu", scenario.cluster.gpu.name}, {"nodes_used", s.nodes},
                     {"gpus", s.gpus}, {"gpus_per_node", scenario.cluster.gpus_per_node}, {"hbm_capacity_bytes", scenario.cluster.gpu.hbm_bytes}};
+  doc["oom"] = false;  // a replica that does not fit is an error, or with --allow-oom a short document
   doc["precision"] = to_string(scenario.precision);
   doc["kv_cache_bytes_per_element"] = scenario.kv_bytes_per_element;
   doc["disaggregated"] = scenario.disaggregated();

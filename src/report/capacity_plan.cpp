@@ -94,6 +94,9 @@ const nlohmann::json* find_metric(const nlohmann::json& document, const std::str
 
 std::vector<Verdict> judge(const CapacityPlan& plan, const nlohmann::json& result, const nlohmann::json* baseline) {
   std::vector<Verdict> verdicts;
+  // A serving replica that does not fit (fmsim serve --allow-oom) gives only the reason, no metrics.
+  const nlohmann::json* oom_reason = find_metric(result, "oom_reason");
+  if (oom_reason && !oom_reason->is_string()) oom_reason = nullptr;
   for (const auto& x : plan.expectations) {
     Verdict v;
     v.plan_name = plan.job.name;
@@ -108,7 +111,8 @@ std::vector<Verdict> judge(const CapacityPlan& plan, const nlohmann::json& resul
     if (!found || found->is_null()) {
       v.passed = false;
       v.predicted = "missing";
-      v.message = x.metric + " is not in the " + plan.job.command + " result (see docs/schema/)";
+      v.message = oom_reason ? x.metric + " is not predicted: nothing was simulated, the scenario does not fit in HBM"
+                             : x.metric + " is not in the " + plan.job.command + " result (see docs/schema/)";
       verdicts.push_back(v);
       continue;
     }
@@ -123,6 +127,7 @@ std::vector<Verdict> judge(const CapacityPlan& plan, const nlohmann::json& resul
                                                       : predicted >= limit - std::abs(limit) * x.tolerance;
     }
     if (!v.passed) v.message = x.metric + " = " + v.predicted + ", expected " + v.expected;
+    if (!v.passed && oom_reason && x.metric == "oom") v.message += ": " + oom_reason->get<std::string>();
     // Baseline: the same metric may not move the wrong way by more than the plan's baseline tolerance.
     const nlohmann::json* before = baseline ? find_metric(*baseline, x.metric) : nullptr;
     if (before && before->is_number() && found->is_number() && x.kind != Expectation::Kind::equals) {
@@ -142,8 +147,8 @@ std::vector<Verdict> judge(const CapacityPlan& plan, const nlohmann::json& resul
     }
     verdicts.push_back(v);
   }
-  // A training scenario that no longer fits in HBM fails its plan even when no expectation names
-  // `oom`: its step time and MFU describe a run that cannot happen.
+  // A scenario that no longer fits in HBM fails its plan even when no expectation names `oom`: a
+  // training run's step time and MFU describe a run that cannot happen, a serving replica cannot start.
   const nlohmann::json* oom = find_metric(result, "oom");
   const bool named = std::any_of(plan.expectations.begin(), plan.expectations.end(), [](const Expectation& x) { return x.metric == "oom"; });
   if (oom && *oom == true && !named) {
@@ -156,7 +161,9 @@ std::vector<Verdict> judge(const CapacityPlan& plan, const nlohmann::json& resul
     v.message = "the scenario does not fit in HBM";
     const nlohmann::json* peak = find_metric(result, "hbm_peak_bytes");
     const nlohmann::json* capacity = find_metric(result, "hbm_capacity_bytes");
-    if (peak && capacity && peak->is_number() && capacity->is_number()) {
+    if (oom_reason) {
+      v.message += ": " + oom_reason->get<std::string>();
+    } else if (peak && capacity && peak->is_number() && capacity->is_number()) {
       v.message += ": peak " + number_text(peak->get<double>()) + " bytes of " + number_text(capacity->get<double>());
     }
     verdicts.push_back(v);

@@ -18,6 +18,11 @@ namespace detail {
 std::string result_schema(const json& doc, const std::string& file) {
   if (!doc.is_object()) throw InputError(file + ": expected a JSON object written by fmsim run, serve or checkpoint");
   const std::string schema = doc.is_object() && doc.contains("schema") && doc["schema"].is_string() ? doc["schema"].get<std::string>() : "";
+  // fmsim serve --allow-oom writes only the reason when a replica does not fit: nothing to report.
+  if (schema == "fmsim.serve/1" && doc.contains("oom_reason") && doc["oom_reason"].is_string()) {
+    throw InputError(file + ": a serving result with \"oom\": true (fmsim serve --allow-oom): nothing was simulated, so there is nothing to report: " +
+                     doc["oom_reason"].get<std::string>());
+  }
   if (schema == "fmsim.run/1" || schema == "fmsim.serve/1" || schema == "fmsim.checkpoint/1") return schema;
   throw InputError(file + ": /schema is \"" + schema +
                    "\"; expected a result of fmsim run (fmsim.run/1), serve (fmsim.serve/1) or checkpoint (fmsim.checkpoint/1)");
@@ -89,9 +94,9 @@ std::string breakdown_chart(const ResultReader& r) {
   const double step = r.number("/step_time_s");
   const std::string chart = svg::stacked_rows("breakdown-chart", {{"step", parts}}, 1, "seconds");
   return detail::section("breakdown", "Step time breakdown",
-                         "Exposed time of the critical rank " + std::to_string(static_cast<int>(r.number_or("/breakdown_rank", 0))) +
+                         "Exposed time of the critical rank " + std::to_string(r.integer_or("/breakdown_rank", 0)) +
                              (r.has("/breakdown_pipeline_rank")
-                                  ? " (pipeline stage " + std::to_string(static_cast<int>(r.number("/breakdown_pipeline_rank"))) + ", the busiest)"
+                                  ? " (pipeline stage " + std::to_string(r.integer("/breakdown_pipeline_rank")) + ", the busiest)"
                                   : std::string()) +
                              "; communication hidden under compute is not counted; step " + detail::duration_text(step) + ".",
                          chart + svg::legend(parts, 1, "s", true));
@@ -104,14 +109,16 @@ std::string timeline_chart(const ResultReader& r) {
   std::vector<svg::Lane> lanes;
   double end = 0;
   for (const auto& stage : r.array("/pipeline_timeline/stages")) {
-    svg::Lane lane{"stage " + std::to_string(stage.at("pipeline_rank").get<int>()) + " (rank " +
-                       std::to_string(stage.at("rank").get<int>()) + ")",
+    const std::string where = "/pipeline_timeline/stages/" + std::to_string(lanes.size());
+    svg::Lane lane{"stage " + std::to_string(r.integer_in(stage, "pipeline_rank", where)) + " (rank " +
+                       std::to_string(r.integer_in(stage, "rank", where)) + ")",
                    {}};
     const auto& kind = stage.at("kind");
     for (std::size_t i = 0; i < kind.size(); ++i) {
       const std::string k = kind[i].get<std::string>();
       const double start = stage.at("start_s")[i].get<double>(), stop = stage.at("end_s")[i].get<double>();
-      const int mb = stage.at("microbatch")[i].get<int>(), chunk = stage.at("chunk")[i].get<int>();
+      const int mb = r.whole_number(stage.at("microbatch").at(i), where + "/microbatch/" + std::to_string(i), -1, r.kLargestCount);
+      const int chunk = r.whole_number(stage.at("chunk").at(i), where + "/chunk/" + std::to_string(i), -1, r.kLargestCount);
       const int style = k == "F" ? 0 : k == "B" ? 1 : 2;
       const std::string title = k == "O" ? "optimizer step"
                                          : std::string(k == "F" ? "forward" : "backward") + " micro-batch " + std::to_string(mb) +
@@ -132,10 +139,11 @@ std::string timeline_chart(const ResultReader& r) {
 std::string memory_chart(const ResultReader& r) {
   std::vector<svg::Part> peak;
   for (const auto& [key, color] : kMemoryParts) peak.push_back({key, r.number("/memory/" + key + "_bytes"), color});
-  const int peak_rank = static_cast<int>(r.number("/memory/pipeline_rank"));
+  const int peak_rank = r.integer("/memory/pipeline_rank");
   std::vector<svg::Row> rows{{"peak (stage " + std::to_string(peak_rank) + ")", peak}};
   for (const auto& b : r.array("/memory/by_pipeline_rank")) {
-    rows.push_back({"stage " + std::to_string(b.at("pipeline_rank").get<int>()), {{"total", b.at("total_bytes").get<double>(), "#9c9ede"}}});
+    const std::string where = "/memory/by_pipeline_rank/" + std::to_string(rows.size() - 1);
+    rows.push_back({"stage " + std::to_string(r.integer_in(b, "pipeline_rank", where)), {{"total", b.at("total_bytes").get<double>(), "#9c9ede"}}});
   }
   const double hbm = r.number("/hbm_capacity_bytes");
   const bool oom = r.at("/oom").get<bool>();
@@ -150,12 +158,13 @@ std::string run_page(const ResultReader& r) {
   const json& scenario = r.at("/scenario");
   const json par = scenario.value("parallelism", json::object());
   std::ostringstream strategy;
-  strategy << "TP" << par.value("tensor_model_parallel_size", 1) << " PP" << par.value("pipeline_model_parallel_size", 1);
-  if (par.value("virtual_pipeline_model_parallel_size", 1) > 1) strategy << " VP" << par.value("virtual_pipeline_model_parallel_size", 1);
-  strategy << " CP" << par.value("context_parallel_size", 1) << " DP" << static_cast<int>(r.number("/derived/data_parallel_size"));
-  if (par.value("expert_model_parallel_size", 1) > 1) strategy << " EP" << par.value("expert_model_parallel_size", 1);
-  const std::string subtitle = r.text("/model/name") + " on " + std::to_string(static_cast<int>(r.number("/derived/gpus"))) + " x " +
-                               r.text("/derived/gpu") + " (" + std::to_string(static_cast<int>(r.number("/derived/nodes"))) + " x " +
+  auto size = [&](const char* key) { return r.integer_in_or(par, key, "/scenario/parallelism", 1); };
+  strategy << "TP" << size("tensor_model_parallel_size") << " PP" << size("pipeline_model_parallel_size");
+  if (size("virtual_pipeline_model_parallel_size") > 1) strategy << " VP" << size("virtual_pipeline_model_parallel_size");
+  strategy << " CP" << size("context_parallel_size") << " DP" << r.integer("/derived/data_parallel_size");
+  if (size("expert_model_parallel_size") > 1) strategy << " EP" << size("expert_model_parallel_size");
+  const std::string subtitle = r.text("/model/name") + " on " + std::to_string(r.integer("/derived/gpus")) + " x " +
+                               r.text("/derived/gpu") + " (" + std::to_string(r.integer("/derived/nodes")) + " x " +
                                r.text("/derived/instance_type") + "), " + strategy.str() + ", " + r.text("/derived/precision");
   std::vector<std::pair<std::string, std::string>> facts = {
       {"step time", detail::duration_text(r.number("/step_time_s"))},

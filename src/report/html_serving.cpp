@@ -35,7 +35,7 @@ std::string latency_chart(const ResultReader& r, const std::string& key, const s
 }  // namespace
 
 std::string serve_page(const ResultReader& r) {
-  const std::string subtitle = r.text("/model") + " on " + std::to_string(static_cast<int>(r.number("/cluster/gpus"))) + " x " +
+  const std::string subtitle = r.text("/model") + " on " + std::to_string(r.integer("/cluster/gpus")) + " x " +
                                r.text("/cluster/gpu") + " (" + r.text("/cluster/instance_type") + "), " + r.text("/precision") +
                                (r.at("/disaggregated").get<bool>() ? ", prefill and decode disaggregated" : "");
   std::vector<std::pair<std::string, std::string>> facts = {
@@ -63,7 +63,7 @@ std::string serve_page(const ResultReader& r) {
   for (const auto& pool : r.array("/pools")) {
     std::vector<svg::Part> parts;
     for (const auto& [name, color] : kServingMemory) parts.push_back({name, pool.at("memory_per_gpu").value(name + "_bytes", 0.0), color});
-    memory_rows.push_back({pool.value("role", "pool") + " (TP" + std::to_string(pool.value("tensor_parallel_size", 1)) + ")", parts});
+    memory_rows.push_back({pool.value("role", "pool") + " (TP" + std::to_string(r.integer_in_or(pool, "tensor_parallel_size", "/pools", 1)) + ")", parts});
     if (key.empty()) key = parts;
   }
   const double hbm = r.number_or("/cluster/hbm_capacity_bytes", 0);
@@ -83,11 +83,11 @@ std::string serve_page(const ResultReader& r) {
 }
 
 std::string checkpoint_page(const ResultReader& r) {
-  const std::string subtitle = std::to_string(static_cast<int>(r.number("/cluster/gpus"))) + " GPUs (" +
-                               std::to_string(static_cast<int>(r.number("/cluster/nodes"))) + " x " + r.text("/cluster/instance_type") +
+  const std::string subtitle = std::to_string(r.integer("/cluster/gpus")) + " GPUs (" +
+                               std::to_string(r.integer("/cluster/nodes")) + " x " + r.text("/cluster/instance_type") +
                                "), checkpoint " + with_unit(r.number("/checkpoint_bytes") / 1e12, "TB");
   const std::vector<std::pair<std::string, std::string>> facts = {
-      {"strategy", r.text("/strategy") + " every " + std::to_string(static_cast<long long>(r.number("/interval_steps"))) + " steps"},
+      {"strategy", r.text("/strategy") + " every " + r.count_text("/interval_steps") + " steps"},
       {"save / restore", duration_text(r.number("/save_time_s")) + " / " + duration_text(r.number("/restore_time_s"))},
       {"stall per checkpoint", duration_text(r.number("/step_stall_s"))},
       {"bottleneck", r.text_or("/bottleneck", "-")},

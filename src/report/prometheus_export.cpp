@@ -76,6 +76,7 @@ class Exposition {
 };
 
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr int kMaxGpus = 1 << 20;  // the largest cluster fmsim builds (topology/cluster_spec.cpp)
 
 void gpu_series(Exposition& e, const Labels& labels, double util_fraction, double used_bytes, double capacity_bytes) {
   e.add("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %): share of the step the compute stream was busy.", 100 * util_fraction, labels);
@@ -98,12 +99,14 @@ void run_series(Exposition& e, const detail::ResultReader& r) {
   const double step = r.number("/step_time_s");
   const double capacity = r.number("/hbm_capacity_bytes");
   if (!r.has("/gpus")) return;
+  int index = 0;
   for (const auto& g : r.array("/gpus")) {
-    const Labels labels = {{"gpu", std::to_string(g.at("local_gpu").get<int>())},
-                           {"Hostname", "node" + std::to_string(g.at("node").get<int>())},
+    const std::string where = "/gpus/" + std::to_string(index++);
+    const Labels labels = {{"gpu", std::to_string(r.integer_in(g, "local_gpu", where))},
+                           {"Hostname", "node" + std::to_string(r.integer_in(g, "node", where))},
                            {"modelName", r.text("/derived/gpu")},
-                           {"rank", std::to_string(g.at("rank").get<int>())},
-                           {"pipeline_rank", std::to_string(g.at("pipeline_rank").get<int>())}};
+                           {"rank", std::to_string(r.integer_in(g, "rank", where))},
+                           {"pipeline_rank", std::to_string(r.integer_in(g, "pipeline_rank", where))}};
     gpu_series(e, labels, g.at("compute_busy_fraction").get<double>(), g.at("hbm_used_bytes").get<double>(), capacity);
     e.add("DCGM_FI_PROF_NVLINK_TX_BYTES", "NVLink bytes sent per second (step average).", g.at("nvlink_tx_bytes").get<double>() / step, labels);
     e.add("fmsim_network_tx_bytes_per_second", "Bytes sent over the GPU's EFA rail per second (step average).",
@@ -123,19 +126,25 @@ void serve_series(Exposition& e, const detail::ResultReader& r) {
     for (const auto& [p, q] : quantiles) e.add(name, "Request latency quantile.", r.number("/" + key + "/" + p), {{"quantile", q}});
   }
   // GPUs are numbered in replica order, pool after pool, as the serving plan places them.
-  const int gpus_per_node = static_cast<int>(r.number_or("/cluster/gpus_per_node", 8));
+  // Counts from the file bound the loops below: a GPU count of 0 would divide by zero, 2^31 would not end.
+  const int gpus_per_node = r.integer_or("/cluster/gpus_per_node", 8, 1, kMaxGpus);
+  const int cluster_gpus = r.integer_or("/cluster/gpus", kMaxGpus, 1, kMaxGpus);
   const double capacity = r.number_or("/cluster/hbm_capacity_bytes", 0);
   std::map<std::string, std::pair<int, double>> pool_shape;  // role -> (GPUs per replica, bytes per GPU)
+  int pool_index = 0;
   for (const auto& pool : r.array("/pools")) {
+    const std::string where = "/pools/" + std::to_string(pool_index++);
     double used = 0;
     for (const auto& [k, v] : pool.at("memory_per_gpu").items()) {
       if (k != "kv_bytes_per_token" && v.is_number()) used += v.get<double>();
     }
-    pool_shape[pool.value("role", "")] = {pool.value("gpus", 1) / std::max(1, pool.value("replicas", 1)), used};
+    const int gpus = r.integer_in_or(pool, "gpus", where, 1, 1, kMaxGpus), replicas = r.integer_in_or(pool, "replicas", where, 1, 1, kMaxGpus);
+    pool_shape[pool.value("role", "")] = {std::max(1, gpus / replicas), used};
   }
   int ordinal = 0, replica_index = 0;
   for (const auto& replica : r.array("/replicas")) {
     const auto [gpus, used] = pool_shape[replica.value("pool", "")];
+    if (ordinal + gpus > cluster_gpus) r.fail("/replicas", "place more GPUs than /cluster/gpus (" + std::to_string(cluster_gpus) + ")");
     for (int g = 0; g < gpus; ++g, ++ordinal) {
       const Labels labels = {{"gpu", std::to_string(ordinal % gpus_per_node)}, {"Hostname", "node" + std::to_string(ordinal / gpus_per_node)},
                              {"modelName", r.text("/cluster/gpu")}, {"replica", std::to_string(replica_index)},

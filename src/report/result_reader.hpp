@@ -1,6 +1,8 @@
 #pragma once
 // Reads fields of a result document (fmsim.run/1, fmsim.serve/1, ...) for the report writers; a missing
 // or mistyped field is an InputError naming the file and the JSON pointer.
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +35,44 @@ class ResultReader {
   double number_or(const std::string& pointer, double fallback) const {
     return has(pointer) && at(pointer).is_number() ? at(pointer).get<double>() : fallback;
   }
+  /// A whole number from `minimum` to `maximum` (a count, rank or index): converting 1e300 or 2.5 to an
+  /// int would be undefined behaviour or silently wrong, so anything else is an InputError.
+  int integer(const std::string& pointer, int minimum = 0, int maximum = kLargestCount) const {
+    return whole_number(at(pointer), pointer, minimum, maximum);
+  }
+  int integer_or(const std::string& pointer, int fallback, int minimum = 0, int maximum = kLargestCount) const {
+    return has(pointer) ? integer(pointer, minimum, maximum) : fallback;
+  }
+  /// The same for a field of an object inside the document (`where` names it in the message).
+  int integer_in(const nlohmann::json& object, const std::string& key, const std::string& where, int minimum = 0,
+                 int maximum = kLargestCount) const {
+    if (!object.is_object() || !object.contains(key)) fail(where + "/" + key, "is missing");
+    return whole_number(object.at(key), where + "/" + key, minimum, maximum);
+  }
+  int integer_in_or(const nlohmann::json& object, const std::string& key, const std::string& where, int fallback, int minimum = 0,
+                    int maximum = kLargestCount) const {
+    if (!object.is_object() || !object.contains(key) || object.at(key).is_null()) return fallback;
+    return whole_number(object.at(key), where + "/" + key, minimum, maximum);
+  }
+  int whole_number(const nlohmann::json& v, const std::string& pointer, int minimum, int maximum) const {
+    const bool whole = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                                 v.get<double>() == std::floor(v.get<double>()) && std::abs(v.get<double>()) < 1e15);
+    const double value = whole ? v.get<double>() : 0.0;
+    if (!whole || value < minimum || value > maximum) {
+      fail(pointer, "should be a whole number from " + std::to_string(minimum) + " to " + std::to_string(maximum) + ", got " + v.dump());
+    }
+    return static_cast<int>(value);
+  }
+  /// A count that may exceed an int (steps of a run), as text: "379".
+  std::string count_text(const std::string& pointer) const {
+    const double value = number(pointer);
+    if (!std::isfinite(value) || value < 0 || value != std::floor(value)) fail(pointer, "should be a whole number >= 0, got " + at(pointer).dump());
+    char text[400];
+    std::snprintf(text, sizeof text, "%.0f", value);
+    return text;
+  }
+  /// No count in a result comes near this: a cluster has at most 2^20 GPUs.
+  static constexpr int kLargestCount = 1 << 30;
   std::string text(const std::string& pointer) const {
     const auto& v = at(pointer);
     if (!v.is_string()) fail(pointer, "should be a string, got " + v.dump());

@@ -202,13 +202,13 @@ LayerPieces hybrid_forward_pieces(TraceWriter& w, int rank, const Communicators&
     pieces.push_back({PieceRole::attention, [&w, &c, rank, layer](int after) { return attention_forward(w, rank, c, layer, after); }});
   } else if (kind == HybridLayer::mlp) {
     pieces.push_back({PieceRole::attention, [&w, &c, rank, layer](int after) {
-      const double bytes = w.tokens_sp * w.s.model.hidden * w.act_bytes;
+      const double bytes = static_cast<double>(w.tokens_sp) * w.s.model.hidden * w.act_bytes;
       const int node = mlp_forward(w, rank, c, layer, w.memory(rank, "norm", 2 * bytes, after_of(after)));
       return w.memory(rank, "residual", 3 * bytes, {node});
     }});
   } else {
     pieces.push_back({PieceRole::attention, [&w, rank, layer](int after) {
-      int node = w.memory(rank, "norm", 2 * w.tokens_sp * w.s.model.hidden * w.act_bytes, after_of(after));
+      int node = w.memory(rank, "norm", 2.0 * w.tokens_sp * w.s.model.hidden * w.act_bytes, after_of(after));
       node = latent_projection(w, rank, layer, true, false, node);
       return moe_route(w, rank, layer, false, node);
     }});
@@ -218,7 +218,7 @@ LayerPieces hybrid_forward_pieces(TraceWriter& w, int rank, const Communicators&
     pieces.push_back({PieceRole::post, [&w, rank, layer](int after) {
       int node = moe_unpermute(w, rank, layer, false, after);
       node = latent_projection(w, rank, layer, false, false, node);
-      return w.memory(rank, "residual", 3 * w.tokens_sp * w.s.model.hidden * w.act_bytes, {node});
+      return w.memory(rank, "residual", 3.0 * w.tokens_sp * w.s.model.hidden * w.act_bytes, {node});
     }});
   }
   return pieces;
@@ -231,7 +231,7 @@ LayerPieces hybrid_backward_pieces(TraceWriter& w, int rank, const Communicators
   auto prologue = [&w, &c, rank, layer](int after) {
     int node = after;
     if (w.s.training.recompute == Recompute::full) node = emit_layer_forward(w, rank, c, layer, node);
-    if (selective_norm(w)) node = w.memory(rank, "norm.recompute", 2 * w.tokens_sp * w.s.model.hidden * w.act_bytes, after_of(node));
+    if (selective_norm(w)) node = w.memory(rank, "norm.recompute", 2.0 * w.tokens_sp * w.s.model.hidden * w.act_bytes, after_of(node));
     return node;
   };
   LayerPieces pieces;
@@ -259,7 +259,7 @@ LayerPieces hybrid_backward_pieces(TraceWriter& w, int rank, const Communicators
     pieces.push_back({PieceRole::attention, [&w, rank, layer](int after) {
       int node = moe_route(w, rank, layer, true, after);
       node = latent_projection(w, rank, layer, true, true, node);
-      return w.memory(rank, "norm.bwd", 2 * 2 * w.tokens_sp * w.s.model.hidden * w.act_bytes, {node});
+      return w.memory(rank, "norm.bwd", 2.0 * 2 * w.tokens_sp * w.s.model.hidden * w.act_bytes, {node});
     }});
   }
   return pieces;

@@ -16,6 +16,8 @@ using config::ObjectReader;
 namespace {
 /// Virtual pipeline stages per rank: no model has more layers than this.
 constexpr std::int64_t kMaxVirtualStages = 4096;
+/// Tokens of one micro-batch (micro_batch_size x seq_length): far above any real run, within an int.
+constexpr std::int64_t kMaxMicroBatchTokens = std::int64_t{1} << 30;
 /// Megatron-Core's rules between the layout options (transformer_config.py __post_init__): a layout
 /// excludes the other options and sets the virtual stages when they are not given.
 void read_layout_options(ObjectReader& r, Parallelism& p) {
@@ -201,6 +203,14 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
   auto fail = [&](const std::string& key, int value, const std::string& why) {
     throw InputError(where + ": " + key + " = " + std::to_string(value) + ": " + why);
   };
+  // One micro-batch's tokens are an int in the op graph: 65536 x 65536 overflowed it (signed overflow,
+  // 0 tokens and an MFU of 267,000,000 %).
+  const std::int64_t micro_batch_tokens = std::int64_t{p.micro_batch} * t.seq;
+  if (micro_batch_tokens > kMaxMicroBatchTokens) {
+    fail("/parallelism/micro_batch_size", p.micro_batch,
+         "gives micro_batch_size x seq_length = " + std::to_string(micro_batch_tokens) +
+             " tokens per micro-batch; expected at most 1073741824 (2^30)");
+  }
   const std::string tp_key = "/parallelism/tensor_model_parallel_size";
   if (m.heads % p.tp != 0) fail(tp_key, p.tp, "does not divide the model's " + std::to_string(m.heads) + " attention heads");
   if (!m.mla && m.kv_heads % p.tp != 0) {

@@ -50,6 +50,13 @@ def serve_results_validate():
     assert_valid("serve", run_json("serve", serving("llama3.3-70b-p5en.json"), *few), "unified")
     assert_valid("serve", run_json("serve", serving("llama3.3-70b-p5en-disaggregated.json"), *few), "disaggregated")
     assert_valid("serve", run_json("serve", serving("llama3.3-70b-p5en.json"), *few, "--sweep-rate"), "rate sweep")
+    # --allow-oom with a replica that does not fit: the short document with the reason, and only that.
+    oom = run_json("serve", serving("llama3.3-70b-p5en.json"), *few, "--set", "serving.precision=bf16",
+                   "--set", "serving.tensor_parallel_size=1", "--allow-oom")
+    assert_valid("serve", oom, "replica that does not fit")
+    no_reason = copy.deepcopy(oom)
+    del no_reason["oom_reason"]
+    assert list(validator("serve").iter_errors(no_reason)), "the serve schema accepts \"oom\": true without the reason"
 
 
 @test

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fmsim/collectives/layout.hpp"
+#include "fmsim/common/error.hpp"
 #include "fmsim/compute/compute_model.hpp"
 #include "fmsim/inference/serve_scenario.hpp"
 #include "fmsim/topology/cluster_graph.hpp"
@@ -65,6 +66,17 @@ struct ReplicaMemory {
   double host_link_Bps = 0;             ///< per GPU, host <-> HBM (PCIe, or NVLink-C2C on Grace systems)
   double reload_s_per_token = 0;        ///< one token's KV over that link
   double recompute_s_per_token = 0;     ///< one token's prefill at a full token budget (GEMMs, norms, collectives)
+};
+
+/// A pool's replica that does not fit in GPU memory: its weights, activation workspace and runtime
+/// reserve leave no KV cache. Bad input (exit 2) unless the caller reports it as a result (`fmsim serve
+/// --allow-oom`, which `fmsim check` uses so that the plan fails instead).
+class ReplicaDoesNotFit : public InputError {
+ public:
+  ReplicaDoesNotFit(const std::string& message, double required_bytes, double usable_bytes)
+      : InputError(message), required_bytes(required_bytes), usable_bytes(usable_bytes) {}
+  double required_bytes;  ///< per GPU: weights + activations + runtime reserve
+  double usable_bytes;    ///< per GPU: what the engine may use
 };
 
 class ReplicaModel {
