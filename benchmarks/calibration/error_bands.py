@@ -62,9 +62,9 @@ def stack_key(label, framework=None):
         if name == "megatron-core" or (name == "megatron-bridge" and tuple(map(int, release.split(".")[:2])) >= CURRENT_MEGATRON):
             return DEFAULT_STACK
         return framework
-    match = re.match(r"Megatron-Bridge (\d+)\.(\d+)", label)
-    if match and (int(match.group(1)), int(match.group(2))) >= CURRENT_MEGATRON:
-        return DEFAULT_STACK
+    match = re.match(r"Megatron-Bridge (\d+\.\d+(?:\.\d+)?)", label)
+    if match:  # a row whose model has no recipe file: the release its label names
+        return stack_key(label, "megatron-bridge@" + match.group(1))
     return re.sub(r"[^a-z0-9.]+", "-", label.lower()).strip("-")
 
 
