@@ -170,7 +170,13 @@ std::vector<Candidate> evaluate_candidates(const SearchSpec& spec, const hardwar
   for (std::size_t ci = 0; ci < spec.clusters.size(); ++ci) {
     for (int nodes : spec.clusters[ci].nodes) {
       ++size_index;
-      workload::Scenario s = base_scenario(spec, static_cast<int>(ci), nodes, catalog);
+      workload::Scenario s;
+      try {
+        s = base_scenario(spec, static_cast<int>(ci), nodes, catalog);
+      } catch (const InputError& error) {
+        throw InputError(spec.file + ": /clusters/" + std::to_string(ci) + " (" + spec.clusters[ci].label + ", " + std::to_string(nodes) +
+                         " nodes): " + error.what());
+      }
       const workload::Scenario pristine = s;
       const int gpus = s.cluster.total_gpus();
       const auto& m = s.model;
