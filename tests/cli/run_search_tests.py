@@ -134,6 +134,21 @@ def bad_specs_exit_2_naming_the_limit_and_the_closest_candidate():
 
 
 @test
+def the_result_validates_against_its_schema():
+    try:
+        import jsonschema
+    except ImportError:  # python3-jsonschema (scripts/install-deps.sh --test); run_schema_tests needs it too
+        return
+    with open(os.path.join(os.path.dirname(CONFIGS), "docs", "schema", "search-result.schema.json")) as f:
+        schema = json.load(f)
+    doc, _, _ = search(SMALL, "--resimulate", "1", "--top", "3")
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    assert not errors, errors[0].message[:300]
+    bad = dict(doc, extra=1)
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(bad))
+
+
+@test
 def shipped_examples_run():
     for name in ("llama3-70b-p5-128.json",):
         doc, best, _ = search(os.path.join(CONFIGS, "search", name), "--resimulate", "1")
