@@ -46,7 +46,7 @@ def main():
     rows = []
     print(f"{'problem':<14} {'ranked':>6} {'pick step s':>11} {'best step s':>11} {'gap':>7} {'best analytic rank':>18}  pick / exhaustive best")
     for name, spec in list(problems())[:args.problems]:
-        exhaustive = search(args.fmsim, spec, 100000)
+        exhaustive = search(args.fmsim, spec, 10000)
         picked = search(args.fmsim, spec, args.resimulate)
         best = min(exhaustive["top"], key=lambda r: r["step_time_s"])
         by_analytic = sorted(exhaustive["top"], key=lambda r: r["analytic_step_time_s"])
