@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   fmsim::cli::register_serve(app, globals, action);
   fmsim::cli::register_check(app, globals, action);
   fmsim::cli::register_sweep(app, globals, action);
+  fmsim::cli::register_search(app, globals, action);
   fmsim::cli::register_report(app, globals, action);
 
   try {

@@ -35,6 +35,7 @@ void register_checkpoint(CLI::App& app, const GlobalOptions& globals, Action& ac
 void register_serve(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_check(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_sweep(CLI::App& app, const GlobalOptions& globals, Action& action);
+void register_search(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_report(CLI::App& app, const GlobalOptions& globals, Action& action);
 
 }  // namespace fmsim::cli
