@@ -110,6 +110,10 @@ def mbridge_items(case, root):
     return out
 
 
+# Megatron-Bridge r0.1.0 (25.09) perf_matrix entries with cuda_graphs: true (the others are false).
+R0109_CUDA_GRAPHS = {("qwen3-30b-a3b", "GB200"), ("qwen3-30b-a3b", "B200"), ("qwen3-235b-a22b", "GB200")}
+
+
 def mbridge_row_items(case_id, row, stack, workload, root, precisions=MBRIDGE_PRECISION, release=None):
     raw_name = row["model"]
     base_name = re.sub(r"\s*\((tokendrop|w/ MTP)\)", "", raw_name)
@@ -152,6 +156,11 @@ def mbridge_row_items(case_id, row, stack, workload, root, precisions=MBRIDGE_PR
         if model is None:
             items.append(item(case_id, label, group, metric, measured, reason=f"no preset for model {raw_name!r}"))
             continue
+        if ep and gpus % (pp * tp * cp) == 0 and (gpus // pp) % ep:
+            items.append(item(case_id, label, group, metric, measured,
+                              reason=f"the published layout cannot exist: EP {ep} does not divide the {gpus // pp} GPUs of a "
+                                     f"pipeline stage ({gpus} GPUs / PP {pp}); Megatron-Core refuses it"))
+            continue
         if prec == "FP8-BLOCKWISE":
             training = {"precision": "fp8", "fp8_recipe": "blockwise"}
         else:
@@ -170,7 +179,17 @@ def mbridge_row_items(case_id, row, stack, workload, root, precisions=MBRIDGE_PR
         # per-sequence count, pull request 4511).
         training.update(fine_tuning_settings(workload, flops_per_row=workload == "sft"))
         if "tokendrop" in raw_name:
-            training["moe_expert_capacity_factor"] = 1.0  # Megatron-Bridge's token-drop rows: capacity 1, padded
+            # Megatron-Bridge's token-drop rows: capacity factor 1, padded (apply_moe_token_drop's defaults,
+            # src/megatron/bridge/training/utils/moe_token_drop.py at r0.1.0).
+            training["moe_expert_capacity_factor"] = 1.0
+            training["moe_pad_expert_input_to_capacity"] = True
+            # Megatron-Core refuses padding with DeepEP, and 25.09 had no HybridEP: the alltoall dispatcher.
+            training["moe_token_dispatcher_type"] = "alltoall"
+            # 25.09's perf_matrix sets cuda_graphs per model and GPU, which set_cuda_graph_overrides turns into
+            # enable_cuda_graph (Megatron-Core's "local" graphs of whole layers; scripts/performance/configs/
+            # */*_llm_pretrain.yaml and utils/helpers.py at r0.1.0).
+            if (name, system.replace("DGX-", "")) in R0109_CUDA_GRAPHS:
+                training["cuda_graph_impl"] = "local"
         doc = scenario(f"{base_name}-{system}-{gpus}".replace(" ", "_"), system, gpus, model, tp, pp, cp, vp, ep, mbs, gbs, seq, training,
                        root, fsdp=fsdp, extra_par=par)
         items.append(item(case_id, label, group, metric, measured, doc, predict, assumptions=assumptions))

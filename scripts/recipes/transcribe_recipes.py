@@ -209,6 +209,20 @@ V0608 = {
 }
 
 
+def graphs_to_training(v):
+    """The CUDA-graph settings are modelled (training.cuda_graph_impl / cuda_graph_scope, docs/formats.md):
+    move them out of not_modelled; a scope means nothing with impl none or full_iteration."""
+    nm = v.get("not_modelled")
+    if not nm or not ({"cuda_graph_impl", "cuda_graph_scope"} & set(nm)): return v
+    nm = dict(nm); tr = dict(v.get("training") or {})
+    impl, scope = nm.pop("cuda_graph_impl", None), nm.pop("cuda_graph_scope", None)
+    if impl is not None: tr["cuda_graph_impl"] = impl
+    if scope and impl not in (None, "none", "full_iteration"): tr["cuda_graph_scope"] = scope
+    v = dict(v, training=tr)
+    if nm: v["not_modelled"] = nm
+    else: v.pop("not_modelled", None)
+    return v
+
 def recipe(model, description, variants, legacy_variants, common=None, layouts=None, releases=None, notes=None, not_modelled=None):
     doc = {"schema": "fmsim.recipe/1", "name": f"megatron-bridge/{model}", "model": model, "description": description,
            "releases": releases or mb_releases(model), "precisions": "precision.presets.json"}
@@ -217,7 +231,8 @@ def recipe(model, description, variants, legacy_variants, common=None, layouts=N
     if common or not_modelled:
         doc["common"] = dict(common or {})
         if not_modelled: doc["common"]["not_modelled"] = not_modelled
-    doc["variants"] = variants + V0608.get(model, []) + legacy_variants
+    doc["variants"] = [graphs_to_training(v) for v in variants + V0608.get(model, []) + legacy_variants]
+    if "common" in doc: doc["common"] = graphs_to_training(doc["common"])
     dump(f"{OUT}/megatron-bridge/{model}.json", doc)
 
 PER_RELEASE = ("Variants: first the per-release performance configurations (scripts/performance/configs/*/"

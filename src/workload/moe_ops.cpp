@@ -42,6 +42,14 @@ MoeShape moe_shape(const TraceWriter& w) {
   s.routed_bytes = s.tokens_in * m.moe.experts_per_token * expert_width(m) * w.act_bytes;
   s.local_experts = m.moe.experts / p.ep;
   s.rows_per_expert = s.tokens_in * m.moe.experts_per_token * p.etp / s.local_experts;
+  // Token dropping (routing is balanced, as in Megatron's benchmarks): each expert takes at most its
+  // capacity, capacity_factor x its balanced share; padded, it computes and receives exactly that.
+  const double cf = w.s.training.moe_capacity_factor;
+  if (cf > 0) {
+    const double share = w.s.training.moe_pad_to_capacity ? cf : std::min(cf, 1.0);
+    s.routed_bytes *= share;
+    s.rows_per_expert *= share;
+  }
   s.gated = m.gated_mlp ? 2 : 1;
   s.fc1_n = s.gated * m.moe.expert_ffn / p.etp;
   s.fc2_k = m.moe.expert_ffn / static_cast<double>(p.etp);
@@ -72,8 +80,8 @@ int host_issue(TraceWriter& w, int rank, const char* name, const fmsim::workload
 
 int host_issue(TraceWriter& w, int rank, int layer, fmsim::workload::MoeStep step, bool backward, const char* name) {
   const auto& p = w.s.parallelism;
-  const auto ops = fmsim::workload::moe_host_ops(step, backward, w.s.training.moe_dispatcher, w.s.model.moe.experts / p.ep, w.fp8(layer));
-  return host_issue(w, rank, name, ops);
+  const auto eager = fmsim::workload::moe_host_ops(step, backward, w.s.training.moe_dispatcher, w.s.model.moe.experts / p.ep, w.fp8(layer));
+  return host_issue(w, rank, name, fmsim::workload::graphed_moe_host_ops(w.s.training.cuda_graphs, step, backward, eager));
 }
 
 int gated_by_host(TraceWriter& w, int node, int host) { return gate_on_host(w, node, host); }
@@ -90,7 +98,11 @@ int host_sync(TraceWriter& w, int rank, int gpu_node) {
 
 bool syncs_host(const TraceWriter& w) {
   const auto& p = w.s.parallelism;
-  return fmsim::workload::moe_dispatch_syncs_host(w.s.training.moe_dispatcher, p.ep, w.s.model.moe.experts / p.ep);
+  const auto& t = w.s.training;
+  // Drop and pad fixes every split size (Megatron's cuda_sync_point stays "no_sync"); a full-iteration
+  // graph has no host to stop (Megatron-Bridge pairs it with static expert buffers, moe_paged_stash).
+  if (t.moe_pad_to_capacity || t.cuda_graphs.full_iteration) return false;
+  return fmsim::workload::moe_dispatch_syncs_host(t.moe_dispatcher, p.ep, w.s.model.moe.experts / p.ep);
 }
 
 /// Megatron's alltoall dispatcher receives rows grouped by source rank, then local expert, and with
@@ -334,6 +346,34 @@ MoeHostOps moe_host_ops(MoeStep step, bool backward, MoeDispatcher dispatcher, i
     case MoeStep::unpermute: ops.eager_ops = fused_dispatch ? 0 : 1; break;
   }
   return ops;
+}
+
+MoeHostOps graphed_moe_host_ops(const CudaGraphScope& g, MoeStep step, bool backward, MoeHostOps eager) {
+  if (g.full_iteration) return {};
+  MoeHostOps replay;
+  replay.eager_ops = kGraphReplayEagerOps;
+  if (step == MoeStep::route) {
+    // The router's ops (forward: gate GEMM, top-k with score, aux-loss scores, tokens per expert, aux
+    // loss, routing-map sum; backward: aux loss (2), top-k, gate dgrad and wgrad), then the preprocess.
+    const double router = backward ? 5 : 6;
+    const double preprocess = std::max(0.0, eager.eager_ops - router);
+    MoeHostOps ops;
+    ops.eager_ops = (g.moe_router ? kGraphReplayEagerOps : router) +
+                    (g.moe_preprocess ? (preprocess > 0 ? kGraphReplayEagerOps : 0.0) : preprocess);
+    return ops;
+  }
+  if (!g.moe) return eager;
+  return step == MoeStep::experts ? replay : MoeHostOps{};  // one graph for the block, replayed once
+}
+
+double moe_layer_attention_host_s(const CudaGraphScope& g) {
+  if (g.full_iteration) return 0.0;
+  if (g.attn) {
+    MoeHostOps replay;
+    replay.eager_ops = kGraphReplayEagerOps;
+    return replay.seconds();
+  }
+  return attention_host_ops().seconds();
 }
 
 MoeHostOps attention_host_ops() {

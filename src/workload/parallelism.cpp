@@ -183,6 +183,8 @@ TrainingOptions read_training(ObjectReader& r) {
   t.moe_dispatcher_sms = t.moe_dispatcher == MoeDispatcher::alltoall ? compute::kNcclAllToAllSms
                          : t.moe_flex_hybridep                         ? hybridep_sms
                                                                        : deepep_sms;
+  read_token_drop(r, t);
+  read_cuda_graphs(r, t);
   t.grad_reduce_in_fp32 = r.bool_or("grad_reduce_in_fp32", false);
   t.fp8_param_gather = r.bool_or("fp8_param_gather", false);
   t.bucket_params = r.number_or("bucket_size", 0.0, -1.0);
@@ -289,6 +291,7 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
     throw InputError(where + ": /training/fp8_recipe = \"mxfp8\": needs a Blackwell GPU (MXFP8 tensor cores); the " +
                      gpu.name + " is " + gpu.architecture + " (use tensorwise or delayed)");
   }
+  validate_moe_options(t, m, where);
   if (t.moe_dispatcher == MoeDispatcher::flex && !m.is_moe()) {
     throw InputError(where + ": /training/moe_token_dispatcher_type = \"flex\": needs a mixture-of-experts model");
   }

@@ -32,6 +32,25 @@ inline constexpr double kTeModuleHost_s = 115e-6;
 /// (cudaMemcpy D2H latency ~5-10 us plus the launch latency of the next kernel).
 inline constexpr double kMoeD2hSync_s = 15e-6;
 
+/// Host time of replaying one captured CUDA graph, in eager-op units: cudaGraphLaunch plus the graphed
+/// callable's copy of its inputs into the graph's static buffers (Transformer Engine's
+/// make_graphed_callables), about two eager ops.
+inline constexpr double kGraphReplayEagerOps = 2;
+
+/// Host time of an eagerly issued MoE layer per unit of the op-count estimate above (every MoeHostOps of a
+/// MoE layer: its attention half and its MoE block). The op counts take each kernel-launching op at a
+/// PyTorch op's published cost, but Megatron's MoE layer runs far more Python per kernel: TE's
+/// GroupedLinear loops over the local experts in Python some ten times per call (quantizer usage, splits,
+/// saved tensors, main-grad hooks; transformer_engine/pytorch/module/grouped_linear.py at v2.9) with
+/// 2 x num_gemms allocations (TransformerEngine issue #1499), and the alltoall dispatcher's split sizes
+/// are turned into Python lists each layer. Measured: the same Qwen3-30B-A3B layer on 8 B200 at
+/// micro-batch 1 runs 4.6 ms per layer and micro-batch with static shapes under a full-layer CUDA graph
+/// (Megatron-Bridge 25.09 token-drop row, enable_cuda_graph) and 8.8 ms dropless and eager (25.11 and
+/// 26.02 rows): the eager layer is host-bound. With the op-count estimate at 2.2 ms per layer and
+/// micro-batch the host takes 4.0 times the estimate; the H100 row of the same model (26.02.01, no CUDA
+/// graphs, 9.4 ms per layer and micro-batch) agrees within 2 %. docs/model.md "MoE host issue path".
+inline constexpr double kMoeEagerHostScale = 4.0;
+
 /// The steps of a MoE block that issue kernels (moe_ops.cpp).
 enum class MoeStep { route, dispatch, experts, combine, unpermute };
 
@@ -41,7 +60,9 @@ struct MoeHostOps {
   double eager_ops = 0;
   double te_modules = 0;  ///< Transformer Engine module calls (each kTeModuleHost_s)
   double expert_launches = 0;
-  double seconds() const { return eager_ops * kEagerOpHost_s + te_modules * kTeModuleHost_s + expert_launches * kExpertGemmLaunchHost_s; }
+  double seconds() const {
+    return kMoeEagerHostScale * (eager_ops * kEagerOpHost_s + te_modules * kTeModuleHost_s + expert_launches * kExpertGemmLaunchHost_s);
+  }
 };
 
 /// Megatron-Core's op counts per step with the router and permutation fusions of the Megatron-Bridge MoE
@@ -59,6 +80,14 @@ MoeHostOps moe_host_ops(MoeStep step, bool backward, MoeDispatcher dispatcher, i
 /// three TE modules (LayerNormLinear QKV, DotProductAttention, Linear projection) and three eager ops
 /// (RoPE, the residual add, the pre-MLP norm), forward or backward.
 MoeHostOps attention_host_ops();
+
+/// A step's host ops under the CUDA-graph scope (parallelism.hpp CudaGraphScope): the router and the
+/// preprocess each replay as one graph where captured, the whole block where "moe" is captured, nothing
+/// under a full-iteration graph; uncaptured steps keep their eager ops.
+MoeHostOps graphed_moe_host_ops(const CudaGraphScope& graphs, MoeStep step, bool backward, MoeHostOps eager);
+
+/// Host seconds of a MoE layer's attention half (forward or backward) under the CUDA-graph scope.
+double moe_layer_attention_host_s(const CudaGraphScope& graphs);
 
 /// Whether the dispatcher stops the host once per forward pass of a layer: Megatron's dropless alltoall
 /// dispatcher whenever EP > 1 or more than one local expert (cuda_sync_point "before_ep_alltoall",

@@ -56,6 +56,20 @@ struct RecomputeModules {
   bool moe = false;        ///< the whole MoE block (router, all-to-alls, experts): only its input is kept
 };
 
+/// Megatron-Core's CUDA-graph settings (cuda_graph_impl, cuda_graph_scope) as they act on the host issue
+/// path of MoE layers (moe_host.hpp): a captured piece costs the host one graph launch instead of its
+/// modules' and ops' issue; full_iteration replays the whole step as one graph (Megatron-Bridge 26.06's
+/// MoE recipes, which make the experts' buffers static with moe_paged_stash), so no host issue and no
+/// device-to-host sync remain. Dense layers follow the stack's coverage (framework.hpp cuda_graphs).
+struct CudaGraphScope {
+  bool full_iteration = false;
+  bool attn = false;            ///< the attention half of a layer
+  bool moe_router = false;      ///< the router (gate GEMM, top-k, aux loss)
+  bool moe_preprocess = false;  ///< the dispatcher's preprocess (counts, splits, permute)
+  bool moe = false;             ///< the whole MoE block (static shapes only: token drop with padding)
+  bool mlp = false, mamba = false;  ///< accepted as Megatron spells them; dense MLP and Mamba host follow the stack
+};
+
 struct TrainingOptions {
   int seq = 4096;
   Precision precision = Precision::bf16;
@@ -90,6 +104,13 @@ struct TrainingOptions {
   /// moe_shared_expert_overlap: the shared experts run beside the EP all-to-alls (Megatron-Core runs
   /// FC1 during the dispatch and FC2 during the combine, on their own stream), not after the experts.
   bool moe_shared_expert_overlap = false;
+  /// moe_expert_capacity_factor: token dropping, each expert takes at most capacity = factor x its balanced
+  /// share of the routed rows; 0 = dropless (Megatron's default, None).
+  double moe_capacity_factor = 0;
+  /// moe_pad_expert_input_to_capacity: every expert computes exactly its capacity (padded), so shapes are
+  /// static and the dispatcher needs no device-to-host sync ("drop and pad").
+  bool moe_pad_to_capacity = false;
+  CudaGraphScope cuda_graphs;
   bool grad_reduce_in_fp32 = false;
   bool fp8_param_gather = false;
   double bucket_params = 0;        ///< DDP bucket size in parameters; 0 = Megatron's default max(4e7, 1e6 dp)
@@ -114,6 +135,13 @@ struct TrainingOptions {
 /// Reads "parallelism" (Megatron names). `gpus` is the world size the cluster offers.
 Parallelism read_parallelism(config::ObjectReader& reader, int gpus);
 TrainingOptions read_training(config::ObjectReader& reader);
+
+/// Reads moe_expert_capacity_factor and moe_pad_expert_input_to_capacity (moe_options.cpp).
+void read_token_drop(config::ObjectReader& reader, TrainingOptions& t);
+/// Reads cuda_graph_impl and cuda_graph_scope, Megatron-Core's names and values (moe_options.cpp).
+void read_cuda_graphs(config::ObjectReader& reader, TrainingOptions& t);
+/// Token dropping and CUDA-graph scopes against the model and dispatcher; InputError naming the key.
+void validate_moe_options(const TrainingOptions& t, const ModelSpec& model, const std::string& where);
 
 /// Throws InputError with the reason when Megatron would reject the combination (TP not dividing the
 /// heads, GPUs not divisible by TP x PP x CP, global batch not divisible, ...). `where` names the file.
