@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -16,11 +17,15 @@
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/collectives/benchmark.hpp"
 #include "fmsim/common/error.hpp"
+#include "fmsim/report/error_band.hpp"
 #include "fmsim/topology/placement.hpp"
 #include "fmsim/units/quantity.hpp"
 
 namespace fmsim::cli {
 namespace {
+
+// The validation judges messages from 1 MiB on bus bandwidth and smaller ones on time (error_band.hpp).
+constexpr double kOneMiB = 1024.0 * 1024.0;
 
 struct CollectiveOptions {
   std::string cluster_file, op = "all_reduce", min_size = "8", max_size = "128M", factor = "2";
@@ -86,7 +91,14 @@ int run_collective(const GlobalOptions& globals, const CollectiveOptions& o) {
   }
   if (gpus < 2) throw InputError("--gpus " + std::to_string(gpus) + ": a collective needs at least 2 GPUs");
   auto cluster = topology::build_cluster_graph(spec);
-  auto layout = collectives::make_layout(cluster, topology::place_ranks(cluster, gpus, policy, o.seed));
+  const auto rank_gpu = topology::place_ranks(cluster, gpus, policy, o.seed);
+  auto layout = collectives::make_layout(cluster, rank_gpu);
+  // The validation group of this fabric: the instances and NVLink domains the communicator spans.
+  std::set<int> nodes_spanned;
+  for (int g : rank_gpu) nodes_spanned.insert(g / spec.gpus_per_node);
+  const std::string fabric = report::collective_fabric(spec.instance, spec.gpu, static_cast<int>(nodes_spanned.size()), layout.islands);
+  bool small = false, large = false;
+  for (double size : request.sizes_bytes) (size >= kOneMiB ? large : small) = true;
   auto result = collectives::run_benchmark(layout, request);
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
@@ -109,6 +121,9 @@ int run_collective(const GlobalOptions& globals, const CollectiveOptions& o) {
                              {"protocol", collectives::to_string(row.protocol)},
                              {"simulated", row.simulated}});
     }
+    doc["error_band"] = {{"fabric", fabric}};
+    if (large) doc["error_band"]["from_1MiB"] = report::to_json(report::collective_error_band(fabric, true));
+    if (small) doc["error_band"]["below_1MiB"] = report::to_json(report::collective_error_band(fabric, false));
     doc["engine"] = {{"simulated_messages", result.simulated_messages},
                      {"bytes_sent", result.simulated_bytes_sent},
                      {"bytes_received", result.simulated_bytes_received},
@@ -120,7 +135,10 @@ int run_collective(const GlobalOptions& globals, const CollectiveOptions& o) {
     header << "# fmsim collective: " << o.op << " on " << gpus << " GPUs of " << spec.name << " (" << layout.islands
            << " NVLink domain" << (layout.islands > 1 ? "s" : "") << " of " << layout.ranks_per_island << "), fidelity "
            << o.fidelity << "\n";
-    write_output("-", header.str() + table(result, o.op, o.fidelity == "full"));
+    std::string bands;
+    if (large) bands += "# error band, bus bandwidth from 1 MiB: " + report::describe(report::collective_error_band(fabric, true)) + "\n";
+    if (small) bands += "# error band, time below 1 MiB: " + report::describe(report::collective_error_band(fabric, false)) + "\n";
+    write_output("-", header.str() + table(result, o.op, o.fidelity == "full") + bands);
   }
   if (!json.empty()) write_output(o.json_file, json);
   return 0;

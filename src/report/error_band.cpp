@@ -30,12 +30,16 @@ constexpr const char* kSchema = "fmsim.error_bands/1";
 const std::vector<std::string>& key_fields(const std::string& category) {
   static const std::vector<std::string> training = {"generation", "kind", "workload", "stack"};
   static const std::vector<std::string> serving = {"generation", "kind", "mode"};
-  return category == "training" ? training : serving;
+  static const std::vector<std::string> collectives = {"fabric", "compared"};
+  return category == "training" ? training : category == "collectives" ? collectives : serving;
 }
 
 std::string key_label(const std::string& category, const json& key) {
   auto field = [&](const char* name) { return key.value(name, std::string("?")); };
   if (category == "serving") return field("kind") + " " + field("generation") + " serving, " + field("mode");
+  if (category == "collectives") {
+    return field("fabric") + (field("compared") == "time < 1 MiB" ? ", time below 1 MiB" : ", bus bandwidth from 1 MiB");
+  }
   const std::string workload = field("workload");
   const std::string words = workload == "pretrain" ? "pretraining" : workload == "sft" ? "SFT" : workload == "lora" ? "LoRA" : workload;
   const std::string stack = field("stack") == kDefaultTrainingStack ? "Megatron-Core" : field("stack");
@@ -178,7 +182,16 @@ ErrorBand lookup_band(const json& bands, const std::string& file, const std::str
       exact = exact && same;
       if (same) score += 2 << (fields.size() - k);
     }
-    if (family_of(f.group["generation"]) == family_of(key.value("generation", json()))) score += 1;
+    if (category == "collectives") {
+      // The fabric's kind (its first word: EFA, InfiniBand, NVLink, GB200) breaks ties for the nearest.
+      const auto kind = [](const json& fabric) {
+        const std::string f = fabric.is_string() ? fabric.get<std::string>() : "";
+        return f.substr(0, f.find(' '));
+      };
+      if (kind(f.group["fabric"]) == kind(key.value("fabric", json()))) score += 1;
+    } else if (family_of(f.group["generation"]) == family_of(key.value("generation", json()))) {
+      score += 1;
+    }
     if (exact) {
       result.band = f;
       result.nearest.reset();
@@ -207,6 +220,32 @@ ErrorBand lookup_band(const std::string& category, const json& key) {
     return result;
   }
   return lookup_band(*bands, file, category, key);
+}
+
+std::string collective_fabric(const hardware::InstanceSpec& instance, const hardware::GpuSpec& gpu, int nodes, int domains) {
+  const std::string generation = gpu_generation(gpu);
+  const bool hopper = family_of(json(generation)) == "Hopper";
+  const bool blackwell = gpu.architecture.rfind("blackwell", 0) == 0;
+  if (domains <= 1) {
+    if (nodes > 1 && instance.nvlink_domain == "ultraserver") return "GB200 NVL72 rack(s)";
+    if (hopper) return "NVLink 4 / NVLS, one node (H100, H200)";
+    if (blackwell) return "NVLink 5 / NVLS, one node (B200, GB200)";
+    return "NVLink, one node (" + generation + ")";
+  }
+  const std::string& net = instance.interconnect;
+  if (net == "efa-v2" && generation == "H100") return nodes == 2 ? "EFA p5, 2 nodes (H100, EFAv2)" : "EFA p5, 4-32 nodes (H100, EFAv2)";
+  if (net == "efa-v1" && generation == "A100") return "EFA v1, 2 x p4de (A100)";
+  if ((net.rfind("ib-", 0) == 0 || net.rfind("roce", 0) == 0) && hopper) return "InfiniBand / RoCE (H100)";
+  const std::string kind = net.rfind("efa", 0) == 0 ? "EFA " : net.rfind("ib-", 0) == 0 ? "InfiniBand " : "";
+  return kind + net + ", " + std::to_string(nodes) + " nodes (" + generation + ")";
+}
+
+json collective_group_key(const std::string& fabric, bool from_1MiB) {
+  return {{"fabric", fabric}, {"compared", from_1MiB ? "busbw >= 1 MiB" : "time < 1 MiB"}};
+}
+
+ErrorBand collective_error_band(const std::string& fabric, bool from_1MiB) {
+  return lookup_band("collectives", collective_group_key(fabric, from_1MiB));
 }
 
 ErrorBand training_error_band(const workload::Scenario& scenario) { return lookup_band("training", training_group_key(scenario)); }

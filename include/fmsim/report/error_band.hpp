@@ -75,6 +75,17 @@ ErrorBand lookup_band(const std::string& category, const nlohmann::json& key);
 ErrorBand training_error_band(const workload::Scenario& scenario);
 ErrorBand serving_error_band(const inference::ServeScenario& scenario);
 
+/// The fabric group of a collective as benchmarks/calibration/validate_collectives.py names them: one
+/// NVLink domain (NVLink 4 for Hopper, NVLink 5 for Blackwell, a GB200 NVL72 rack where the domain spans
+/// several trays), EFA p5 at 2 or more nodes, EFA v1 on p4de, InfiniBand/RoCE with Hopper; otherwise a
+/// descriptive name that no validation group has ("EFA efa-v4 across 4 nodes (B200)").
+/// `nodes` and `domains` are the instances and NVLink domains the communicator spans.
+std::string collective_fabric(const hardware::InstanceSpec& instance, const hardware::GpuSpec& gpu, int nodes, int domains);
+/// {"fabric": ..., "compared": "busbw >= 1 MiB"} (messages from 1 MiB, judged on bus bandwidth) or
+/// {"fabric": ..., "compared": "time < 1 MiB"} (smaller messages, judged on time).
+nlohmann::json collective_group_key(const std::string& fabric, bool from_1MiB);
+ErrorBand collective_error_band(const std::string& fabric, bool from_1MiB);
+
 /// The result document's "error_band" object (docs/schema/run.schema.json).
 nlohmann::json to_json(const ErrorBand& band);
 /// "validated +-5.0 % mean abs, signed +5.0 %, worst +12.3 %, n=10, for dense H100 pretraining on
