@@ -135,17 +135,6 @@ Scenario scenario_from_json(json document, const std::string& origin, const std:
   s.file = origin;
   s.base_dir = base_dir;
   s.resolved = document;
-  // The stack first: its defaults fill the training and parallelism keys the scenario leaves out.
-  if (document.is_object() && document.contains("training") && document["training"].is_object() &&
-      document["training"].contains("framework")) {
-    const json& value = document["training"]["framework"];
-    if (!value.is_string()) {
-      throw InputError(origin + ": at /training/framework: found " + config::render_value(value) +
-                       ", expected a stack name such as \"torchtitan\" or \"torchtitan@2025-03\" (configs/stacks)");
-    }
-    s.framework = load_framework(value.get<std::string>(), origin, default_stacks_dir());
-    apply_framework_defaults(s.framework, document);
-  }
   config::ObjectReader root(document, origin);
   root.optional_string("schema");
   root.optional_string("description");
@@ -157,13 +146,24 @@ Scenario scenario_from_json(json document, const std::string& origin, const std:
   // A published recipe (training.recipe) under the scenario's own settings: its variant is picked by the
   // cluster's GPU and the scenario's precision and layout (recipe_loader.cpp).
   s.recipe = apply_recipe(document, origin, base_dir, s.cluster.gpu.name);
-  if (s.recipe) {
-    // The recipe's release names its stack; the scenario's own training.framework wins.
-    if (!s.recipe->framework.empty() && !document["training"].contains("framework")) {
-      s.framework = load_framework(s.recipe->framework, origin + " (training.recipe " + s.recipe->reference + ")",
-                                   default_stacks_dir());
-      apply_framework_defaults(s.framework, document);
+  // Then the stack: its defaults fill only the keys that neither the scenario nor its recipe set (the
+  // scenario wins over the recipe, the recipe over the stack). The scenario's own training.framework wins;
+  // without one, the recipe's release names the stack.
+  if (document.is_object() && document.contains("training") && document["training"].is_object() &&
+      document["training"].contains("framework")) {
+    const json& value = document["training"]["framework"];
+    if (!value.is_string()) {
+      throw InputError(origin + ": at /training/framework: found " + config::render_value(value) +
+                       ", expected a stack name such as \"torchtitan\" or \"torchtitan@2025-03\" (configs/stacks)");
     }
+    s.framework = load_framework(value.get<std::string>(), origin, default_stacks_dir());
+    apply_framework_defaults(s.framework, document);
+  } else if (s.recipe && !s.recipe->framework.empty()) {
+    s.framework = load_framework(s.recipe->framework, origin + " (training.recipe " + s.recipe->reference + ")",
+                                 default_stacks_dir());
+    apply_framework_defaults(s.framework, document);
+  }
+  if (s.recipe) {
     s.resolved = document;
     s.resolved["training"]["recipe"] = s.recipe->reference;
   }

@@ -242,3 +242,25 @@ TEST_CASE("recipe: every shipped recipe names its sources and every variant load
   }
   CHECK(loaded > 100);
 }
+
+TEST_CASE("recipe: the recipe's settings win over the named stack's defaults, the scenario's over both", "[recipe]") {
+  // DeepSpeed 2021's stack defaults overlap_grad_reduce to false; the recipe's variant sets it true.
+  json recipe = test_recipe();
+  recipe["variants"][1]["training"]["overlap_grad_reduce"] = true;
+  const auto path = write_recipe(recipe);
+  auto doc_for = [&](const json& training) {
+    json t = training;
+    t["recipe"] = path.string() + "@2.0";
+    t["framework"] = "deepspeed@2021";
+    t["precision"] = "bf16";
+    return json{{"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 1}}},
+                {"model", {{"base", "llama3-8b"}, {"num_hidden_layers", 2}}},
+                {"parallelism", {{"global_batch_size", 16}}},
+                {"training", t}};
+  };
+  const Scenario from_recipe = scenario_from_json(doc_for(json::object()), "s.json", test::source_dir(), test::catalog());
+  CHECK(from_recipe.training.overlap_grad_reduce);  // the recipe, not the stack's default
+  CHECK_FALSE(from_recipe.training.overlap_param_gather);  // a key only the stack sets keeps its default
+  const Scenario own = scenario_from_json(doc_for({{"overlap_grad_reduce", false}}), "s.json", test::source_dir(), test::catalog());
+  CHECK_FALSE(own.training.overlap_grad_reduce);  // the scenario's own value wins
+}
