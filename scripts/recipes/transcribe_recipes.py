@@ -91,7 +91,13 @@ def variants_for(model):
             gw = {k: x for k, x in when.items() if k in ("gpu", "precision")}
             general.append({"name": f"{gpu} {dtype or 'any precision'} any layout (settings of {name})", "source": name, "rel": rel,
                             "when": gw, "training": gtr, "not_modelled": nm})
-    return merge_releases(exact) + merge_releases(general)
+    return specific_first(merge_releases(exact)) + specific_first(merge_releases(general))
+
+def specific_first(variants):
+    """A configuration for one precision before the release's configuration for any precision (the
+    `_V1` names without a dtype): the loader takes the first variant that fits, so the precision-specific
+    one must come first where both hold for a release (DeepSeek-V3 GB200 26.06: MXFP8 full-iteration)."""
+    return sorted(variants, key=lambda v: 0 if "precision" in v["when"] else 1)
 
 def merge_releases(items):
     """One variant per distinct (name without release, settings), with the releases it holds for."""
