@@ -49,7 +49,8 @@ def walk(value):
 for target, pattern in [("training_scenario", "configs/training/*.json"), ("serve_scenario", "configs/serving/*.json"),
                         ("cluster", "topologies/*.json"), ("model", "configs/models/*.json"),
                         ("plan", "configs/plans/*.json"), ("sweep", "configs/sweeps/*.json"),
-                        ("stack", "configs/stacks/*.json"), ("recipe", "configs/recipes/*/*.json")]:
+                        ("stack", "configs/stacks/*.json"), ("recipe", "configs/recipes/*/*.json"),
+                        ("search", "configs/search/*.json")]:
     for path in shipped(pattern):
         add(target, path.name, path.read_bytes())
 for i, name in enumerate(["gpus.json", "instances.json", "networks.json", "storage.json"]):
