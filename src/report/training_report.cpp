@@ -82,6 +82,9 @@ json run_to_json(const TrainingRun& run) {
                    {"precision", workload::to_string(s.training.precision)},
                    {"workload", workload::to_string(s.training.fine_tuning.workload)},
                    {"framework", workload::framework_display_name(s)},
+                   {"recipe", s.recipe ? json{{"reference", s.recipe->reference}, {"release", s.recipe->release},
+                                              {"variant", s.recipe->variant}, {"not_modelled", s.recipe->not_modelled}}
+                                       : json(nullptr)},
                    {"fp8_recipe", s.training.precision == workload::Precision::fp8 ? json(workload::to_string(s.training.fp8_recipe)) : json(nullptr)},
                    {"fp4_recipe", s.training.precision == workload::Precision::fp4 ? json(workload::to_string(s.training.fp4_recipe)) : json(nullptr)}}},
       {"simulation", {{"fidelity", run.fidelity}, {"simulated_ranks", step.simulated_ranks}, {"trace_nodes", run.trace->nodes.size()},
@@ -129,6 +132,11 @@ std::string run_summary(const TrainingRun& run) {
               ? ", " + workload::describe_workload(s.training.fine_tuning, s.training.seq) : "")
       << (s.model.mtp_layers > 0 ? ", MTP " + std::to_string(s.model.mtp_layers) : "") << "\n";
   if (!s.framework.is_default()) out << "  stack      " << workload::framework_display_name(s) << " (configs/stacks/" << s.framework.name << ".json)\n";
+  if (s.recipe) {
+    out << "  recipe     " << s.recipe->reference << " (release " << s.recipe->release << ", variant \"" << s.recipe->variant << "\""
+        << (s.recipe->not_modelled.empty() ? std::string() : ", " + std::to_string(s.recipe->not_modelled.size()) + " setting(s) not modelled: -v lists them")
+        << ")\n";
+  }
   out << "  step time      " << fmt("%10.3f s", step.step_time_s) << " (" << describe(training_error_band(s)) << ")\n";
   out << "  tokens/s/GPU   " << fmt("%10.0f", m.tokens_per_s_per_gpu) << "\n";
   out << "  model TFLOP/s  " << fmt("%10.1f", m.model_tflops_per_gpu) << " per GPU\n";

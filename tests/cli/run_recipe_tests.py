@@ -30,6 +30,19 @@ def shipped_scenario_takes_the_recipe_variant_for_its_gpu_and_release():
 
 
 @test
+def the_run_names_its_recipe_release_and_variant():
+    out = run_json("run", SCENARIO)
+    r = out["derived"]["recipe"]
+    assert r["reference"] == "megatron-bridge/qwen3-30b-a3b@26.02.01" and r["release"] == "26.02.01", r
+    assert "H100" in r["variant"], r
+    text = run("run", SCENARIO).stdout
+    line = next(l for l in text.splitlines() if l.strip().startswith("recipe"))
+    assert "megatron-bridge/qwen3-30b-a3b@26.02.01" in line and "release 26.02.01" in line and r["variant"] in line, line
+    # The CUDA-graph settings of the recipe are modelled now (training.cuda_graph_impl / cuda_graph_scope).
+    assert "cuda_graph_impl" not in r["not_modelled"], r
+
+
+@test
 def scenario_keys_win_and_the_step_changes_with_them():
     base = run_json("run", SCENARIO)
     mine = run_json("run", SCENARIO, "--set", "training.moe_token_dispatcher_type=alltoall",
