@@ -23,6 +23,7 @@
 #include "child_process.hpp"
 #include "cleanup.hpp"
 #include "progress.hpp"
+#include "sweep_best.hpp"
 #include "sweep_output.hpp"
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
@@ -40,8 +41,21 @@ struct SweepOptions {
 
 struct MergeOptions {
   std::vector<std::string> inputs;
-  std::string out_file = "-";
+  std::string out_file = "-", best;
 };
+
+/// The JSON lines of a sweep output file (unparsable lines skipped: SweepOutput has vetted the file).
+std::vector<nlohmann::json> read_lines(const std::string& path) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
+    if (!doc.is_discarded()) lines.push_back(std::move(doc));
+  }
+  return lines;
+}
 
 std::optional<int> env_int(const char* name) {
   const char* text = std::getenv(name);
@@ -101,6 +115,7 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
   std::size_t finished = 0, invalid = 0;
   std::string failure;
   std::exception_ptr fatal;  // the first error that ends the sweep (a write failed): rethrown after the join
+  std::vector<nlohmann::json> evaluated;  // this run's lines, for the best point when the output is stdout
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
   auto worker = [&] {
@@ -125,6 +140,7 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
         if (stop) return;  // a child killed because the sweep is stopping: not a result
         if (child.exit_code != 0 && child.exit_code != 2 && failure.empty()) failure = line["reason"].get<std::string>();
         out.append(line.dump());
+        if (o.out_file == "-") evaluated.push_back(line);
         ++finished;
         invalid += child.exit_code == 0 ? 0 : 1;
         const auto now = std::chrono::steady_clock::now();
@@ -148,10 +164,16 @@ int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
   for (auto& thread : threads) thread.join();
   if (fatal) std::rethrow_exception(fatal);
   if (!failure.empty()) throw InternalError("a sweep point failed inside fmsim: " + failure);
+  // The best point of what the output holds (resumed lines included; this shard's only when sharded).
+  const std::vector<nlohmann::json> all = o.out_file == "-" ? evaluated : read_lines(o.out_file);
+  progress()->info("sweep{}: {}", shard_count > 1 ? " (shard " + std::to_string(shard_index) + "/" + std::to_string(shard_count) + ")" : "",
+                   describe_best(best_point(all, spec.best), spec.best, all.size()));
   return 0;
 }
 
 int run_merge(const MergeOptions& o) {
+  // A bad --best is refused before anything is written.
+  const std::optional<report::SweepBest> best_option = o.best.empty() ? std::nullopt : std::optional(parse_best_option(o.best));
   std::map<std::size_t, std::string> lines;
   for (const auto& input : o.inputs) {
     config::require_regular_file(input, "a sweep shard");
@@ -181,6 +203,17 @@ int run_merge(const MergeOptions& o) {
   if (gaps > 0) spdlog::warn("merge: {} points missing between 0 and {} (a shard not run or not finished?)", gaps, expected - 1);
   spdlog::info("merge: {} points from {} files", lines.size(), o.inputs.size());
   write_output(o.out_file, text);
+  std::vector<nlohmann::json> parsed;
+  std::string schema;
+  for (const auto& [index, line] : lines) {
+    parsed.push_back(nlohmann::json::parse(line, nullptr, false));
+    const auto& doc = parsed.back();
+    if (schema.empty() && doc.is_object() && doc.contains("result") && doc["result"].is_object()) {
+      schema = doc["result"].value("schema", std::string());
+    }
+  }
+  const report::SweepBest best = best_option ? *best_option : report::sweep_best_default(schema);
+  progress()->info("merge: {}", describe_best(best_point(parsed, best), best, parsed.size()));
   return 0;
 }
 
@@ -200,6 +233,7 @@ void register_sweep(CLI::App& app, const GlobalOptions& globals, Action& action)
   CLI::App* merge = app.add_subcommand("merge", "join sweep shard files into one, ordered by point index");
   merge->add_option("shards", m->inputs, "JSON Lines files from fmsim sweep")->required();
   merge->add_option("--out", m->out_file, "merged JSON Lines ('-' = stdout)");
+  merge->add_option("--best", m->best, "rank by PATH[:max|:min] of the results (default: the command's, e.g. tokens_per_s_per_gpu:max)");
   merge->callback([m, &action] { action = [m] { return run_merge(*m); }; });
 }
 

@@ -82,9 +82,23 @@ SweepSpec load_sweep(const std::filesystem::path& path) {
       spec.points.push_back(points[i]);
     }
   }
+  spec.best = sweep_best_default(spec.job.command);
+  if (root.has("best")) {
+    config::ObjectReader best = root.required_object("best");
+    spec.best.metric = best.required_string("metric");
+    if (spec.best.metric.empty()) best.fail("metric", "a dotted path into the result, e.g. \"step_time_s\" or \"ttft_s.p99\"");
+    spec.best.maximize = best.choice_or("goal", {"max", "min"}, "max") == "max";
+    best.reject_unknown_keys();
+  }
   root.reject_unknown_keys();
   if (spec.points.empty()) root.fail("grid", "a \"grid\" or a \"points\" list (the sweep has no points)");
   return spec;
+}
+
+SweepBest sweep_best_default(const std::string& what) {
+  if (what == "serve" || what == "fmsim.serve/1") return {"output_tokens_per_s_per_gpu", true};
+  if (what == "checkpoint" || what == "fmsim.checkpoint/1") return {"goodput", true};
+  return {"tokens_per_s_per_gpu", true};
 }
 
 std::vector<std::string> point_assignments(const nlohmann::json& point) {

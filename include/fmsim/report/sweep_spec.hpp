@@ -12,10 +12,23 @@
 
 namespace fmsim::report {
 
+/// The result metric a sweep ranks its points by: a dotted path into the command's JSON result and
+/// whether more is better. Default per command (sweep_best_default): run tokens_per_s_per_gpu, serve
+/// output_tokens_per_s_per_gpu, checkpoint goodput, all maximised.
+struct SweepBest {
+  std::string metric;
+  bool maximize = true;
+};
+
+/// The default ranking metric of a command ("run", "serve", "checkpoint") or a result schema
+/// ("fmsim.run/1", ...).
+SweepBest sweep_best_default(const std::string& command_or_schema);
+
 struct SweepSpec {
   std::string file;
   ScenarioJob job;                      ///< its sets apply to every point first
   std::vector<nlohmann::json> points;   ///< each an object {path: value}, in index order
+  SweepBest best;                       ///< "best": {"metric": PATH, "goal": "max"|"min"}, else the default
 };
 
 /// Reads a sweep file and expands its grid (keys in file order, the last varying fastest) followed by
