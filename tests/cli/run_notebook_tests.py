@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The example notebook (docs/notebooks/sweep-explore.ipynb) executes top to bottom with Debian's
+"""The example notebooks (docs/notebooks/sweep-explore.ipynb, search-pareto.ipynb) execute top to bottom with Debian's
 jupyter nbconvert on a fresh sweep, without errors, and draws its plots.
 Needs jupyter-nbconvert, python3-ipykernel, python3-pandas, python3-matplotlib (install-deps.sh --test).
 Usage: run_notebook_tests.py FMSIM SOURCE_DIR"""
@@ -37,6 +37,34 @@ def notebook_executes_on_a_fresh_sweep():
         points = sum(1 for _ in f)
     text = "".join("".join(o.get("text", "")) for o in outputs)
     assert f"{points} points" in text, "the notebook read every line of the sweep"
+
+
+
+@test
+def search_notebook_executes_on_a_fresh_search():
+    result = os.path.join(TMP, "search.json")
+    proc = run("search", os.path.join(CONFIGS, "search", "llama3.1-405b-aws.json"), "--json", result, "--top", "300",
+               "--resimulate", "4", "--best", os.path.join(TMP, "search-best.json"))
+    assert proc.returncode == 0, proc.stderr
+    notebook = os.path.join(os.path.abspath(SOURCE), "docs", "notebooks", "search-pareto.ipynb")
+    executed = os.path.join(TMP, "search-executed.ipynb")
+    jupyter = shutil.which("jupyter", path="/usr/bin") or "jupyter"
+    env = dict(os.environ, FMSIM_SEARCH=result, MPLBACKEND="module://matplotlib_inline.backend_inline", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    proc = subprocess.run([jupyter, "nbconvert", "--to", "notebook", "--execute", "--ExecutePreprocessor.timeout=300",
+                           notebook, "--output", executed], capture_output=True, text=True, env=env, cwd=TMP, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(executed) as f:
+        cells = [c for c in json.load(f)["cells"] if c["cell_type"] == "code"]
+    outputs = [o for c in cells for o in c.get("outputs", [])]
+    errors = [o for o in outputs if o["output_type"] == "error"]
+    assert not errors, f"cell errors: {[(e['ename'], e['evalue']) for e in errors]}"
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) >= 2, f"expected the Pareto plot and the analytic-vs-simulated plot, got {len(images)} images"
+    with open(result) as f:
+        doc = json.load(f)
+    text = "".join("".join(o.get("text", "")) for o in outputs)
+    assert f"{len(doc['pareto_front'])} on the Pareto front" in text, text[:500]
+    assert "4 re-simulated" in text, text[-500:]
 
 
 if __name__ == "__main__":
