@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -19,9 +21,11 @@
 
 #include "child_process.hpp"
 #include "progress.hpp"
+#include "shard.hpp"
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
 #include "fmsim/search/ranking.hpp"
 
 namespace fmsim::cli {
@@ -30,11 +34,20 @@ namespace {
 struct SearchOptions {
   std::string spec_file, json_file, best_file;
   int top = -1, resimulate = -1, jobs = 0;
+  int shard_index = -1, shard_count = -1;
+  std::vector<std::string> merge;  ///< shard result files to join
 };
 
-/// Re-simulates the candidates [0, k) with `fmsim run` (contention, the step's full schedule), --jobs at a time.
-void resimulate(const GlobalOptions& globals, const search::SearchSpec& spec, std::vector<search::Candidate>& ranked, int k, int jobs) {
+/// Re-simulates the candidates [0, k) whose index is this shard's (index mod count) with `fmsim run`
+/// (contention, the step's full schedule), --jobs at a time.
+void resimulate(const GlobalOptions& globals, const search::SearchSpec& spec, std::vector<search::Candidate>& ranked, int k, int jobs,
+                int shard_index = 0, int shard_count = 1) {
   if (k <= 0) return;
+  std::vector<int> mine;
+  for (int i = 0; i < k; ++i) {
+    if (i % shard_count == shard_index) mine.push_back(i);
+  }
+  const int todo = static_cast<int>(mine.size());
   const auto dir = std::filesystem::temp_directory_path() / ("fmsim-search-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::atomic<int> next{0};
@@ -43,7 +56,8 @@ void resimulate(const GlobalOptions& globals, const search::SearchSpec& spec, st
   std::string failure;
   const auto start = std::chrono::steady_clock::now();
   auto worker = [&] {
-    for (int i = next++; i < k; i = next++) {
+    for (int n = next++; n < todo; n = next++) {
+      const int i = mine[n];
       auto& c = ranked[i];
       const auto file = dir / ("candidate-" + std::to_string(i) + ".json");
       {
@@ -68,16 +82,48 @@ void resimulate(const GlobalOptions& globals, const search::SearchSpec& spec, st
       }
       search::take_simulation(doc, c);
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      progress()->info("search: re-simulated {}/{} ({} on {}: {:.3f} s simulated vs {:.3f} s analytic), {:.0f} s", finished, k, c.layout(),
+      progress()->info("search: re-simulated {}/{} ({} on {}: {:.3f} s simulated vs {:.3f} s analytic), {:.0f} s", finished, todo, c.layout(),
                        c.where(), c.step_s, c.analytic.step_s, elapsed);
     }
   };
   std::vector<std::thread> threads;
-  for (int j = 0; j < std::min(jobs, k); ++j) threads.emplace_back(worker);
+  for (int j = 0; j < std::min(jobs, todo); ++j) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
   if (!failure.empty()) throw InternalError("a re-simulation failed: " + failure);
+}
+
+/// The shard files of a sharded search: each one's re-simulated candidates (by candidate_key), after
+/// checking that they come from this spec and one sharding and together cover every shard.
+std::map<std::string, nlohmann::json> read_shards(const search::SearchSpec& spec, const std::vector<std::string>& files) {
+  std::map<std::string, nlohmann::json> simulated;
+  std::set<int> seen;
+  int count = -1;
+  for (const auto& file : files) {
+    const nlohmann::json doc = config::load_json_file(file).root;
+    const auto where = [&](const std::string& key) { return file + ": at /" + key + ": "; };
+    if (!doc.is_object() || doc.value("schema", std::string()) != "fmsim.search-result/1" || !doc.contains("shard")) {
+      throw InputError(file + ": expected the --json result of a sharded fmsim search (schema fmsim.search-result/1 with \"shard\")");
+    }
+    if (doc.value("name", std::string()) != spec.name) {
+      throw InputError(where("name") + "found \"" + doc.value("name", std::string()) + "\", expected this spec's \"" + spec.name + "\"");
+    }
+    const auto& shard = doc["shard"];
+    const int index = shard.value("index", -1), n = shard.value("count", -1);
+    if (count < 0) count = n;
+    if (n != count || index < 0 || index >= n) {
+      throw InputError(where("shard") + "found " + shard.dump() + ", expected index < count and the same count in every file (" +
+                       std::to_string(count) + ")");
+    }
+    if (!seen.insert(index).second) throw InputError(where("shard/index") + "shard " + std::to_string(index) + " given twice");
+    if (!shard.contains("resimulated") || !shard["resimulated"].is_array()) throw InputError(where("shard/resimulated") + "expected a list");
+    for (const auto& row : shard["resimulated"]) simulated[search::candidate_key(row)] = row;
+  }
+  if (static_cast<int>(seen.size()) != count) {
+    spdlog::warn("search --merge: {} of {} shards given: the others' candidates keep their analytic figures", seen.size(), count);
+  }
+  return simulated;
 }
 
 int run_search(const GlobalOptions& globals, const SearchOptions& o) {
@@ -85,6 +131,11 @@ int run_search(const GlobalOptions& globals, const SearchOptions& o) {
   search::SearchSpec spec = search::load_search(o.spec_file);
   if (o.top > 0) spec.top = o.top;
   if (o.resimulate >= 0) spec.resimulate = o.resimulate;
+  if (!o.merge.empty() && (o.shard_index >= 0 || o.shard_count >= 0)) {
+    throw InputError("--merge joins the shards' results: it takes no --shard-index or --shard-count");
+  }
+  const auto [shard_index, shard_count] = o.merge.empty() ? shard_of(o.shard_index, o.shard_count) : std::pair<int, int>{0, 1};
+  const auto shard_results = o.merge.empty() ? std::map<std::string, nlohmann::json>{} : read_shards(spec, o.merge);
   const auto catalog = load_catalog(globals);
   search::Pruning pruning;
   auto candidates = search::evaluate_candidates(spec, catalog, pruning, [](const std::string& stage, long long done, long long total) {
@@ -96,16 +147,45 @@ int run_search(const GlobalOptions& globals, const SearchOptions& o) {
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
   const int k = std::min<int>(spec.resimulate, static_cast<int>(candidates.size()));
   const auto sim_start = std::chrono::steady_clock::now();
-  resimulate(globals, spec, candidates, k, jobs);
+  int resimulated = k;
+  if (o.merge.empty()) {
+    if (shard_count > 1) progress()->info("search: shard {}/{} re-simulates candidates {} mod {} of the best {}", shard_index, shard_count, shard_index, shard_count, k);
+    resimulate(globals, spec, candidates, k, jobs, shard_index, shard_count);
+  } else {
+    // The shards' simulated figures, by candidate (the enumeration and ranking above are deterministic).
+    resimulated = 0;
+    for (auto& c : candidates) {
+      const auto found = shard_results.find(search::candidate_key(c));
+      if (found == shard_results.end()) continue;
+      search::take_simulation(found->second, c);
+      ++resimulated;
+    }
+    progress()->info("search --merge: {} re-simulated candidates from {} shard files", resimulated, o.merge.size());
+  }
   const double resim_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sim_start).count();
   search::rank(spec, candidates);  // the simulated candidates by their simulated figures
-  search::SearchTiming timing{rank_s, resim_s, k};
+  search::SearchTiming timing{rank_s, resim_s, resimulated};
 
   const std::string best_file = o.best_file.empty() ? spec.name + "-best.json" : o.best_file;
   const std::string table = search::summary_text(spec, candidates, pruning, timing, best_file);
-  if (o.json_file != "-") write_output("-", table);
-  if (!o.json_file.empty()) write_output(o.json_file, search::result_json(spec, candidates, pruning, timing, best_file).dump(2) + "\n");
-  write_output(best_file, search::scenario_document(spec, candidates.front()).dump(2) + "\n");
+  nlohmann::json result = search::result_json(spec, candidates, pruning, timing, best_file);
+  if (shard_count > 1) {
+    // A shard's result: its own re-simulated candidates, for `fmsim search SPEC --merge`; no best file
+    // (the best is only known once the shards are joined).
+    nlohmann::json mine = nlohmann::json::array();
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i].simulated) mine.push_back(search::candidate_json(spec, candidates, i));
+    }
+    result["shard"] = {{"index", shard_index}, {"count", shard_count}, {"resimulated", mine}};
+    result["best_scenario_file"] = nullptr;
+  }
+  if (o.json_file != "-") {
+    write_output("-", shard_count > 1 ? "(shard " + std::to_string(shard_index) + " of " + std::to_string(shard_count) +
+                                            ": join the shards with fmsim search SPEC --merge FILES)\n" + table
+                                      : table);
+  }
+  if (!o.json_file.empty()) write_output(o.json_file, result.dump(2) + "\n");
+  if (shard_count == 1) write_output(best_file, search::scenario_document(spec, candidates.front()).dump(2) + "\n");
   return 0;
 }
 
@@ -121,6 +201,10 @@ void register_search(CLI::App& app, const GlobalOptions& globals, Action& action
   sub->add_option("--resimulate", o->resimulate, "best candidates re-simulated with contention (default: the spec's, else 20)")
       ->check(CLI::Range(0, 10000));
   sub->add_option("--jobs", o->jobs, "re-simulations at once (default: the number of cores)")->check(CLI::Range(1, 1024));
+  sub->add_option("--shard-index", o->shard_index, "this shard: re-simulates the best candidates whose rank mod the count is it "
+                                                   "(default: $SLURM_ARRAY_TASK_ID or $JOB_COMPLETION_INDEX, else 0)");
+  sub->add_option("--shard-count", o->shard_count, "number of shards (default: $SLURM_ARRAY_TASK_COUNT, else 1)");
+  sub->add_option("--merge", o->merge, "join the --json results of the shards (the table, JSON and best scenario of the whole search)");
   sub->callback([&globals, o, &action] { action = [&globals, o] { return run_search(globals, *o); }; });
 }
 

@@ -23,6 +23,7 @@
 #include "child_process.hpp"
 #include "cleanup.hpp"
 #include "progress.hpp"
+#include "shard.hpp"
 #include "sweep_best.hpp"
 #include "sweep_output.hpp"
 #include "fmsim/cli/commands.hpp"
@@ -57,36 +58,6 @@ std::vector<nlohmann::json> read_lines(const std::string& path) {
   return lines;
 }
 
-std::optional<int> env_int(const char* name) {
-  const char* text = std::getenv(name);
-  if (!text || !*text) return std::nullopt;
-  try {
-    return std::stoi(text);
-  } catch (const std::exception&) {
-    throw InputError(std::string("$") + name + " = '" + text + "': expected an integer");
-  }
-}
-
-/// --shard-index/--shard-count, else Slurm job arrays, else Kubernetes Indexed Jobs (count explicit).
-std::pair<int, int> shard_of(const SweepOptions& o) {
-  int index = o.shard_index, count = o.shard_count;
-  if (index < 0) {
-    if (auto slurm = env_int("SLURM_ARRAY_TASK_ID")) {
-      index = *slurm - env_int("SLURM_ARRAY_TASK_MIN").value_or(0);
-      if (count < 0) count = env_int("SLURM_ARRAY_TASK_COUNT").value_or(-1);
-    } else if (auto k8s = env_int("JOB_COMPLETION_INDEX")) {
-      index = *k8s;
-      if (count < 0) throw InputError("$JOB_COMPLETION_INDEX is set: give the number of shards with --shard-count (the Job's completions)");
-    }
-  }
-  if (index < 0 && count < 0) return {0, 1};
-  if (count < 1) throw InputError("--shard-index " + std::to_string(index) + " needs --shard-count N >= 1");
-  if (index < 0 || index >= count) {
-    throw InputError("--shard-index " + std::to_string(index) + ": expected 0 <= index < --shard-count " + std::to_string(count));
-  }
-  return {index, count};
-}
-
 std::string duration_text(double seconds) {
   char text[32];
   if (seconds < 120) std::snprintf(text, sizeof text, "%.0fs", seconds);
@@ -96,7 +67,7 @@ std::string duration_text(double seconds) {
 
 int run_sweep(const GlobalOptions& globals, const SweepOptions& o) {
   const report::SweepSpec spec = report::load_sweep(o.sweep_file);
-  const auto [shard_index, shard_count] = shard_of(o);
+  const auto [shard_index, shard_count] = shard_of(o.shard_index, o.shard_count);
   SweepOutput out(o.out_file, spec);  // locked and read back before any point runs
   const std::set<std::size_t>& done = out.done();
   std::vector<std::size_t> todo;

@@ -131,10 +131,20 @@ std::string summary_text(const SearchSpec& spec, const std::vector<Candidate>& r
   return out;
 }
 
-nlohmann::json result_json(const SearchSpec& spec, const std::vector<Candidate>& ranked, const Pruning& pruning,
-                           const SearchTiming& timing, const std::string& best_file) {
+std::string candidate_key(const Candidate& c) {
+  return c.instance_type + "|" + std::to_string(c.nodes) + "|" + c.layout() + "|" + workload::to_string(c.sharding) + "|" +
+         std::to_string(c.tp_comm_overlap ? 1 : 0) + "|" + std::to_string(c.overlap_grad_reduce ? 1 : 0);
+}
+
+std::string candidate_key(const nlohmann::json& row) {
+  return row.value("instance_type", std::string()) + "|" + std::to_string(row.value("nodes", 0)) + "|" +
+         row.value("layout", std::string()) + "|" + row.value("sharding", std::string()) + "|" +
+         std::to_string(row.value("tp_comm_overlap", false) ? 1 : 0) + "|" + std::to_string(row.value("overlap_grad_reduce", true) ? 1 : 0);
+}
+
+nlohmann::json candidate_json(const SearchSpec& spec, const std::vector<Candidate>& ranked, std::size_t i) {
   using json = nlohmann::json;
-  auto row = [&](std::size_t i) {
+  {
     const auto& c = ranked[i];
     const auto& p = c.parallelism;
     json terms = json::object();
@@ -166,7 +176,13 @@ nlohmann::json result_json(const SearchSpec& spec, const std::vector<Candidate>&
                 {"time_to_train_s", c.time_to_train_s},
                 {"usd_total", c.usd_total},
                 {"why_below_previous", i == 0 ? json(nullptr) : json(why_below(spec, ranked[i - 1], c))}};
-  };
+  }
+}
+
+nlohmann::json result_json(const SearchSpec& spec, const std::vector<Candidate>& ranked, const Pruning& pruning,
+                           const SearchTiming& timing, const std::string& best_file) {
+  using json = nlohmann::json;
+  auto row = [&](std::size_t i) { return candidate_json(spec, ranked, i); };
   json top = json::array();
   for (std::size_t i = 0; i < std::min<std::size_t>(spec.top, ranked.size()); ++i) top.push_back(row(i));
   json front = json::array();

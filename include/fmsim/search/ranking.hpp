@@ -39,5 +39,12 @@ std::string summary_text(const SearchSpec& spec, const std::vector<Candidate>& r
                          const SearchTiming& timing, const std::string& best_file);
 nlohmann::json result_json(const SearchSpec& spec, const std::vector<Candidate>& ranked, const Pruning& pruning,
                            const SearchTiming& timing, const std::string& best_file);
+/// One row of the result's tables: candidate `i` of `ranked` (its rank is i + 1).
+nlohmann::json candidate_json(const SearchSpec& spec, const std::vector<Candidate>& ranked, std::size_t i);
+/// What identifies a candidate across runs of the same spec (a shard and its merge): cluster, layout and
+/// switches, e.g. "p5.48xlarge|16|TP4 PP2 VP5 CP2 DP8 mb1 gb128 rc-none|optim|1|1".
+std::string candidate_key(const Candidate& c);
+/// The same key from a row of candidate_json.
+std::string candidate_key(const nlohmann::json& row);
 
 }  // namespace fmsim::search
