@@ -21,12 +21,14 @@
 
 #include "child_process.hpp"
 #include "progress.hpp"
+#include "serve_search_run.hpp"
 #include "shard.hpp"
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
 #include "fmsim/search/ranking.hpp"
+#include "fmsim/search/serve_search.hpp"
 
 namespace fmsim::cli {
 namespace {
@@ -128,6 +130,13 @@ std::map<std::string, nlohmann::json> read_shards(const search::SearchSpec& spec
 
 int run_search(const GlobalOptions& globals, const SearchOptions& o) {
   const auto started = std::chrono::steady_clock::now();
+  // A serving search file (schema fmsim.serve-search/1) runs the serving search (serve_search_run.cpp).
+  if (search::is_serve_search(config::load_json_file(o.spec_file).root)) {
+    if (!o.merge.empty() || o.shard_index >= 0 || o.shard_count >= 0 || o.resimulate >= 0) {
+      throw InputError(o.spec_file + ": a serving search takes no --merge, --shard-index, --shard-count or --resimulate");
+    }
+    return run_serve_search(globals, ServeSearchOptions{o.spec_file, o.json_file, o.best_file, o.top, o.jobs});
+  }
   search::SearchSpec spec = search::load_search(o.spec_file);
   if (o.top > 0) spec.top = o.top;
   if (o.resimulate >= 0) spec.resimulate = o.resimulate;

@@ -13,7 +13,11 @@ namespace {
 
 using config::ObjectReader;
 
-std::vector<int> int_list(ObjectReader& r, const std::string& key, int minimum, int maximum) {
+std::vector<int> int_list(ObjectReader& r, const std::string& key, int minimum, int maximum) { return read_int_list(r, key, minimum, maximum); }
+
+}  // namespace
+
+std::vector<int> read_int_list(config::ObjectReader& r, const std::string& key, int minimum, int maximum) {
   std::vector<int> out;
   if (!r.has(key)) return out;
   const auto& value = r.required_value(key);
@@ -28,6 +32,8 @@ std::vector<int> int_list(ObjectReader& r, const std::string& key, int minimum, 
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
+
+namespace {
 
 std::vector<std::string> choice_list(ObjectReader& r, const std::string& key, const std::vector<std::string>& allowed) {
   std::vector<std::string> out;

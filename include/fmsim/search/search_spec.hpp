@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fmsim/config/object_reader.hpp"
+
 namespace fmsim::search {
 
 enum class Objective { time, cost, tokens_per_gpu, pareto };
@@ -45,6 +47,10 @@ struct SearchSpec {
   int top = 20;                             ///< rows in the ranked table
   int resimulate = 20;                      ///< best candidates re-simulated with contention (0 = none)
 };
+
+/// A sorted list of distinct integers in [minimum, maximum] at `key` (empty when absent); InputError
+/// naming the key otherwise.
+std::vector<int> read_int_list(config::ObjectReader& reader, const std::string& key, int minimum, int maximum);
 
 /// Reads and checks a search file. Throws InputError naming the file, key, value and what was expected
 /// (contradictory limits included: min_gpus above max_gpus, a deadline or $ limit without a run length).

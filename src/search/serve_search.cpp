@@ -1,0 +1,216 @@
+// Serving search: reading the spec, the candidate layouts, ranking and reporting (serve_search.hpp). The
+// replica search itself runs `fmsim serve` in child processes (src/cli/serve_search_command.cpp).
+#include "fmsim/search/serve_search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
+#include "fmsim/config/object_reader.hpp"
+#include "fmsim/search/search_spec.hpp"
+#include "fmsim/topology/cluster_spec.hpp"
+
+namespace fmsim::search {
+namespace {
+
+using nlohmann::json;
+
+double p99(const json& result, const char* key) {
+  if (!result.is_object() || !result.contains(key) || !result[key].is_object()) return NAN;
+  return result[key].value("p99", NAN);
+}
+
+}  // namespace
+
+std::string ServeCandidate::layout() const {
+  std::string text = "TP" + std::to_string(tp) + " PP" + std::to_string(pp);
+  if (replicas > 0) text += " x " + std::to_string(replicas) + (replicas == 1 ? " replica" : " replicas");
+  if (max_num_seqs > 0) text += " (max_num_seqs " + std::to_string(max_num_seqs) + ")";
+  return text;
+}
+
+bool is_serve_search(const json& doc) { return doc.is_object() && doc.value("schema", std::string()) == "fmsim.serve-search/1"; }
+
+ServeSearchSpec load_serve_search(const std::filesystem::path& path, const hardware::Catalog& catalog) {
+  const auto file = config::load_json_file(path);
+  config::ObjectReader root(file.root, path.string());
+  ServeSearchSpec spec;
+  spec.file = path.string();
+  root.required_string("schema");
+  spec.name = root.string_or("name", path.stem().string());
+  spec.description = root.string_or("description", "");
+  const auto dir = std::filesystem::absolute(path).parent_path();
+  spec.scenario = (dir / root.required_string("scenario")).lexically_normal();
+  config::require_regular_file(spec.scenario, "the base serving scenario (/scenario)");
+  const auto& clusters = root.required_value("clusters");
+  if (!clusters.is_array() || clusters.empty()) root.fail("clusters", "a non-empty list of {\"topology\": FILE, \"max_nodes\": N}");
+  for (std::size_t i = 0; i < clusters.size(); ++i) {
+    config::ObjectReader c(clusters[i], spec.file + ": /clusters/" + std::to_string(i));
+    ServeCluster cluster;
+    cluster.topology = (dir / c.required_string("topology")).lexically_normal();
+    cluster.max_nodes = static_cast<int>(c.int_or("max_nodes", 1, 1, 4096));
+    c.reject_unknown_keys();
+    const auto spec_of = topology::load_cluster(cluster.topology, catalog);
+    cluster.label = cluster.topology.stem().string();
+    cluster.gpus_per_node = spec_of.gpus_per_node;
+    cluster.domain_gpus = spec_of.gpus_per_node * spec_of.nvlink_domain_nodes;
+    cluster.instance_type = spec_of.instance.name;
+    spec.clusters.push_back(cluster);
+  }
+  if (root.has("space")) {
+    config::ObjectReader space = root.required_object("space");
+    spec.tp = read_int_list(space, "tensor_parallel_size", 1, 4096);
+    spec.pp = read_int_list(space, "pipeline_parallel_size", 1, 4096);
+    spec.max_num_seqs = read_int_list(space, "max_num_seqs", 1, 1 << 20);
+    space.reject_unknown_keys();
+  }
+  if (spec.tp.empty()) spec.tp = {1, 2, 4, 8};
+  if (spec.pp.empty()) spec.pp = {1};
+  spec.objective = root.choice_or("objective", {"usd_per_hour", "gpus"}, "usd_per_hour") == "gpus" ? ServeObjective::gpus
+                                                                                                  : ServeObjective::usd_per_hour;
+  spec.top = static_cast<int>(root.int_or("top", 20, 1, 100000));
+  root.reject_unknown_keys();
+  return spec;
+}
+
+std::vector<ServeCandidate> serve_candidates(const ServeSearchSpec& spec) {
+  std::vector<ServeCandidate> out;
+  const std::vector<int> seqs = spec.max_num_seqs.empty() ? std::vector<int>{0} : spec.max_num_seqs;
+  for (std::size_t c = 0; c < spec.clusters.size(); ++c) {
+    for (int tp : spec.tp) {
+      for (int pp : spec.pp) {
+        // fmsim's replicas keep TP and PP inside one NVLink domain (docs/model.md, serving).
+        if (tp * pp > spec.clusters[c].domain_gpus) continue;
+        for (int s : seqs) out.push_back(ServeCandidate{static_cast<int>(c), tp, pp, s});
+      }
+    }
+  }
+  return out;
+}
+
+int max_replicas(const ServeSearchSpec& spec, const ServeCandidate& c) {
+  const auto& cluster = spec.clusters[c.cluster];
+  return cluster.max_nodes * cluster.gpus_per_node / (c.tp * c.pp);
+}
+
+std::vector<std::string> serve_sets(const ServeSearchSpec& spec, const ServeCandidate& c, int replicas) {
+  const auto& cluster = spec.clusters[c.cluster];
+  const int gpus = replicas * c.tp * c.pp;
+  const int nodes = (gpus + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
+  std::vector<std::string> sets = {"cluster.base=" + cluster.topology.string(), "cluster.nodes=" + std::to_string(nodes),
+                                   "serving.replicas=" + std::to_string(replicas), "serving.tensor_parallel_size=" + std::to_string(c.tp),
+                                   "serving.pipeline_parallel_size=" + std::to_string(c.pp)};
+  if (c.max_num_seqs > 0) sets.push_back("serving.max_num_seqs=" + std::to_string(c.max_num_seqs));
+  return sets;
+}
+
+void rank_serve(const ServeSearchSpec& spec, std::vector<ServeCandidate>& candidates) {
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const ServeCandidate& a, const ServeCandidate& b) {
+    if (a.feasible != b.feasible) return a.feasible;
+    if (!a.feasible) return false;
+    const double ka = spec.objective == ServeObjective::gpus ? a.gpus : a.usd_per_hour;
+    const double kb = spec.objective == ServeObjective::gpus ? b.gpus : b.usd_per_hour;
+    if (ka != kb) return ka < kb;
+    if (a.gpus != b.gpus) return a.gpus < b.gpus;
+    return p99(a.result, "ttft_s") < p99(b.result, "ttft_s");
+  });
+}
+
+std::string serve_summary_text(const ServeSearchSpec& spec, const std::vector<ServeCandidate>& ranked, double wall_s,
+                               const std::string& best_file) {
+  std::string out;
+  char line[512];
+  const auto feasible = std::count_if(ranked.begin(), ranked.end(), [](const ServeCandidate& c) { return c.feasible; });
+  int trials = 0;
+  for (const auto& c : ranked) trials += c.trials;
+  std::snprintf(line, sizeof line, "serving search %s: %zu layouts on %zu clusters, %ld meet the SLOs; %d serving simulations in %.1f s\n",
+                spec.name.c_str(), ranked.size(), spec.clusters.size(), static_cast<long>(feasible), trials, wall_s);
+  out += line;
+  out += std::string("  objective: ") + (spec.objective == ServeObjective::gpus ? "fewest GPUs" : "lowest $/h") +
+         " with the fewest replicas that meet the SLOs at the offered rate\n";
+  std::snprintf(line, sizeof line, "  %4s  %-20s %-36s %5s %9s %10s %10s %11s\n", "rank", "instance", "layout", "GPUs", "$/h", "TTFT p99",
+                "TPOT p99", "req/s");
+  out += line;
+  int shown = 0;
+  for (std::size_t i = 0; i < ranked.size() && shown < spec.top; ++i, ++shown) {
+    const auto& c = ranked[i];
+    const auto& cluster = spec.clusters[c.cluster];
+    if (!c.feasible) {
+      std::snprintf(line, sizeof line, "  %4zu  %-20s %-36s  no: %s\n", i + 1, cluster.instance_type.c_str(), c.layout().c_str(),
+                    c.reason.substr(0, 90).c_str());
+    } else {
+      std::snprintf(line, sizeof line, "  %4zu  %-20s %-36s %5d %9.2f %9.3fs %9.1fms %11.2f\n", i + 1, cluster.instance_type.c_str(),
+                    c.layout().c_str(), c.gpus, c.usd_per_hour, p99(c.result, "ttft_s"), 1e3 * p99(c.result, "tpot_s"),
+                    c.result.value("requests_per_s", 0.0));
+    }
+    out += line;
+  }
+  if (!ranked.empty() && ranked.front().feasible) {
+    out += "  best: " + ranked.front().layout() + " on " + std::to_string(ranked.front().nodes) + " x " +
+           spec.clusters[ranked.front().cluster].instance_type + ", written to " + best_file + " (fmsim serve " + best_file + ")\n";
+  }
+  return out;
+}
+
+json serve_result_json(const ServeSearchSpec& spec, const std::vector<ServeCandidate>& ranked, double wall_s, const std::string& best_file) {
+  json rows = json::array();
+  int trials = 0;
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const auto& c = ranked[i];
+    trials += c.trials;
+    const auto& cluster = spec.clusters[c.cluster];
+    json row = {{"rank", i + 1},
+                {"instance_type", cluster.instance_type},
+                {"topology", cluster.label},
+                {"tensor_parallel_size", c.tp},
+                {"pipeline_parallel_size", c.pp},
+                {"max_num_seqs", c.max_num_seqs > 0 ? json(c.max_num_seqs) : json(nullptr)},
+                {"feasible", c.feasible},
+                {"trials", c.trials}};
+    if (c.feasible) {
+      row["replicas"] = c.replicas;
+      row["nodes"] = c.nodes;
+      row["gpus"] = c.gpus;
+      row["usd_per_hour"] = c.usd_per_hour;
+      row["ttft_p99_s"] = p99(c.result, "ttft_s");
+      row["tpot_p99_s"] = p99(c.result, "tpot_s");
+      row["requests_per_s"] = c.result.value("requests_per_s", 0.0);
+      row["output_tokens_per_s"] = c.result.value("output_tokens_per_s", 0.0);
+    } else {
+      row["reason"] = c.reason;
+    }
+    rows.push_back(row);
+  }
+  const bool found = !ranked.empty() && ranked.front().feasible;
+  return json{{"schema", "fmsim.serve-search-result/1"},
+              {"name", spec.name},
+              {"objective", spec.objective == ServeObjective::gpus ? "gpus" : "usd_per_hour"},
+              {"layouts", ranked.size()},
+              {"simulations", trials},
+              {"wall_s", wall_s},
+              {"best_scenario_file", found ? json(best_file) : json(nullptr)},
+              {"candidates", rows}};
+}
+
+json serve_scenario_document(const ServeSearchSpec& spec, const ServeCandidate& c) {
+  json doc = config::load_json_file(spec.scenario).root;
+  const auto& cluster = spec.clusters[c.cluster];
+  doc["name"] = spec.name + "-best";
+  doc["description"] = "fmsim search " + spec.name + ": " + c.layout() + " on " + std::to_string(c.nodes) + " x " + cluster.instance_type;
+  doc["cluster"] = {{"base", cluster.topology.string()}, {"nodes", c.nodes}};
+  if (doc.contains("model") && doc["model"].is_string()) {
+    const auto model = doc["model"].get<std::string>();
+    if (model.find('/') != std::string::npos || model.ends_with(".json")) {
+      doc["model"] = std::filesystem::absolute(spec.scenario.parent_path() / model).lexically_normal().string();
+    }
+  }
+  doc["serving"]["replicas"] = c.replicas;
+  doc["serving"]["tensor_parallel_size"] = c.tp;
+  doc["serving"]["pipeline_parallel_size"] = c.pp;
+  if (c.max_num_seqs > 0) doc["serving"]["max_num_seqs"] = c.max_num_seqs;
+  return doc;
+}
+
+}  // namespace fmsim::search
