@@ -57,7 +57,8 @@ Trial try_replicas(const GlobalOptions& globals, const search::ServeSearchSpec& 
 void search_replicas(const GlobalOptions& globals, const search::ServeSearchSpec& spec, search::ServeCandidate& c) {
   const int most = search::max_replicas(spec, c);
   if (most < 1) {
-    c.reason = "one replica needs " + std::to_string(c.tp * c.pp) + " GPUs, more than the cluster's max_nodes hold";
+    c.reason = (c.disaggregated() ? "one prefill:decode unit needs " : "one replica needs ") + std::to_string(c.gpus_per_unit()) +
+               " GPUs, more than the cluster's max_nodes hold";
     return;
   }
   int low = 0, high = 0;  // low: the most replicas known to miss; high: the fewest known to meet (0 = none yet)
@@ -95,7 +96,7 @@ void search_replicas(const GlobalOptions& globals, const search::ServeSearchSpec
   const auto& cluster = spec.clusters[c.cluster];
   c.feasible = true;
   c.replicas = high;
-  c.gpus = high * c.tp * c.pp;
+  c.gpus = high * c.gpus_per_unit();
   c.nodes = (c.gpus + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
   c.result = std::move(best.result);
   c.usd_per_hour = c.result.value("usd_per_hour", 0.0);

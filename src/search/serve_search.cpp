@@ -26,7 +26,12 @@ double p99(const json& result, const char* key) {
 
 std::string ServeCandidate::layout() const {
   std::string text = "TP" + std::to_string(tp) + " PP" + std::to_string(pp);
-  if (replicas > 0) text += " x " + std::to_string(replicas) + (replicas == 1 ? " replica" : " replicas");
+  if (disaggregated()) {
+    text += replicas > 0 ? " prefill " + std::to_string(prefill * replicas) + " + decode " + std::to_string(decode * replicas)
+                         : " disaggregated " + std::to_string(prefill) + ":" + std::to_string(decode);
+  } else if (replicas > 0) {
+    text += " x " + std::to_string(replicas) + (replicas == 1 ? " replica" : " replicas");
+  }
   if (max_num_seqs > 0) text += " (max_num_seqs " + std::to_string(max_num_seqs) + ")";
   return text;
 }
@@ -64,6 +69,18 @@ ServeSearchSpec load_serve_search(const std::filesystem::path& path, const hardw
     spec.tp = read_int_list(space, "tensor_parallel_size", 1, 4096);
     spec.pp = read_int_list(space, "pipeline_parallel_size", 1, 4096);
     spec.max_num_seqs = read_int_list(space, "max_num_seqs", 1, 1 << 20);
+    if (space.has("prefill_decode")) {
+      const auto& list = space.required_value("prefill_decode");
+      const std::string expected = "a list of [prefill, decode] replica ratios, each a pair of integers in [1, 64], e.g. [[1, 1], [1, 2]]";
+      if (!list.is_array() || list.empty()) space.fail("prefill_decode", expected);
+      for (const auto& pair : list) {
+        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() || !pair[1].is_number_integer() ||
+            pair[0].get<long long>() < 1 || pair[0].get<long long>() > 64 || pair[1].get<long long>() < 1 || pair[1].get<long long>() > 64) {
+          space.fail("prefill_decode", expected + " (found " + config::render_value(pair) + ")");
+        }
+        spec.prefill_decode.emplace_back(pair[0].get<int>(), pair[1].get<int>());
+      }
+    }
     space.reject_unknown_keys();
   }
   if (spec.tp.empty()) spec.tp = {1, 2, 4, 8};
@@ -83,7 +100,10 @@ std::vector<ServeCandidate> serve_candidates(const ServeSearchSpec& spec) {
       for (int pp : spec.pp) {
         // fmsim's replicas keep TP and PP inside one NVLink domain (docs/model.md, serving).
         if (tp * pp > spec.clusters[c].domain_gpus) continue;
-        for (int s : seqs) out.push_back(ServeCandidate{static_cast<int>(c), tp, pp, s});
+        for (int s : seqs) {
+          out.push_back(ServeCandidate{static_cast<int>(c), tp, pp, s});
+          for (const auto& [prefill, decode] : spec.prefill_decode) out.push_back(ServeCandidate{static_cast<int>(c), tp, pp, s, prefill, decode});
+        }
       }
     }
   }
@@ -92,16 +112,22 @@ std::vector<ServeCandidate> serve_candidates(const ServeSearchSpec& spec) {
 
 int max_replicas(const ServeSearchSpec& spec, const ServeCandidate& c) {
   const auto& cluster = spec.clusters[c.cluster];
-  return cluster.max_nodes * cluster.gpus_per_node / (c.tp * c.pp);
+  return cluster.max_nodes * cluster.gpus_per_node / c.gpus_per_unit();
 }
 
 std::vector<std::string> serve_sets(const ServeSearchSpec& spec, const ServeCandidate& c, int replicas) {
   const auto& cluster = spec.clusters[c.cluster];
-  const int gpus = replicas * c.tp * c.pp;
+  const int gpus = replicas * c.gpus_per_unit();
   const int nodes = (gpus + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
   std::vector<std::string> sets = {"cluster.base=" + cluster.topology.string(), "cluster.nodes=" + std::to_string(nodes),
-                                   "serving.replicas=" + std::to_string(replicas), "serving.tensor_parallel_size=" + std::to_string(c.tp),
+                                   "serving.tensor_parallel_size=" + std::to_string(c.tp),
                                    "serving.pipeline_parallel_size=" + std::to_string(c.pp)};
+  if (c.disaggregated()) {
+    const json pools = {{"prefill", {{"replicas", c.prefill * replicas}}}, {"decode", {{"replicas", c.decode * replicas}}}};
+    sets.push_back("serving.disaggregation=" + pools.dump());
+  } else {
+    sets.push_back("serving.replicas=" + std::to_string(replicas));
+  }
   if (c.max_num_seqs > 0) sets.push_back("serving.max_num_seqs=" + std::to_string(c.max_num_seqs));
   return sets;
 }
@@ -167,10 +193,16 @@ json serve_result_json(const ServeSearchSpec& spec, const std::vector<ServeCandi
                 {"tensor_parallel_size", c.tp},
                 {"pipeline_parallel_size", c.pp},
                 {"max_num_seqs", c.max_num_seqs > 0 ? json(c.max_num_seqs) : json(nullptr)},
+                {"disaggregated", c.disaggregated()},
+                {"prefill_decode", c.disaggregated() ? json::array({c.prefill, c.decode}) : json(nullptr)},
                 {"feasible", c.feasible},
                 {"trials", c.trials}};
     if (c.feasible) {
-      row["replicas"] = c.replicas;
+      row["replicas"] = c.disaggregated() ? (c.prefill + c.decode) * c.replicas : c.replicas;
+      if (c.disaggregated()) {
+        row["prefill_replicas"] = c.prefill * c.replicas;
+        row["decode_replicas"] = c.decode * c.replicas;
+      }
       row["nodes"] = c.nodes;
       row["gpus"] = c.gpus;
       row["usd_per_hour"] = c.usd_per_hour;
@@ -206,7 +238,13 @@ json serve_scenario_document(const ServeSearchSpec& spec, const ServeCandidate& 
       doc["model"] = std::filesystem::absolute(spec.scenario.parent_path() / model).lexically_normal().string();
     }
   }
-  doc["serving"]["replicas"] = c.replicas;
+  if (c.disaggregated()) {
+    doc["serving"].erase("replicas");
+    doc["serving"]["disaggregation"] = {{"prefill", {{"replicas", c.prefill * c.replicas}}}, {"decode", {{"replicas", c.decode * c.replicas}}}};
+  } else {
+    doc["serving"].erase("disaggregation");
+    doc["serving"]["replicas"] = c.replicas;
+  }
   doc["serving"]["tensor_parallel_size"] = c.tp;
   doc["serving"]["pipeline_parallel_size"] = c.pp;
   if (c.max_num_seqs > 0) doc["serving"]["max_num_seqs"] = c.max_num_seqs;

@@ -38,7 +38,8 @@ def small_spec(name, **changes):
 def the_shipped_search_ranks_by_cost_with_the_fewest_replicas():
     doc, best, proc = search(SPEC)
     rows = doc["candidates"]
-    assert doc["layouts"] == 16 and len(rows) == 16
+    # 4 instance types x TP 1-8 x (aggregated, prefill:decode 1:1 and 1:2)
+    assert doc["layouts"] == 48 and len(rows) == 48
     feasible = [r for r in rows if r["feasible"]]
     assert feasible and rows[: len(feasible)] == feasible  # layouts that meet the SLOs come first
     costs = [r["usd_per_hour"] for r in feasible]
@@ -48,6 +49,18 @@ def the_shipped_search_ranks_by_cost_with_the_fewest_replicas():
     for r in feasible:
         assert r["gpus"] == r["replicas"] * r["tensor_parallel_size"] * r["pipeline_parallel_size"]
         assert r["ttft_p99_s"] <= 2.0 and r["tpot_p99_s"] <= 0.050, r
+    # Disaggregated layouts keep their prefill:decode ratio, and the chosen pools meet the SLOs when served.
+    split = [r for r in feasible if r["disaggregated"]]
+    assert split, "some disaggregated layout meets the SLOs"
+    for r in split:
+        p, d = r["prefill_decode"]
+        assert r["prefill_replicas"] * d == r["decode_replicas"] * p and r["replicas"] == r["prefill_replicas"] + r["decode_replicas"], r
+    r = split[0]
+    topo = os.path.abspath(os.path.join(TOPO, r["topology"] + ".json"))
+    pools = json.dumps({"prefill": {"replicas": r["prefill_replicas"]}, "decode": {"replicas": r["decode_replicas"]}})
+    served = run_json("serve", SCENARIO, "--set", f"cluster.base={topo}", "--set", f"cluster.nodes={r['nodes']}",
+                      "--set", f"serving.tensor_parallel_size={r['tensor_parallel_size']}", "--set", f"serving.disaggregation={pools}")
+    assert served["slo_met"] and served["disaggregated"], r
     # The winner's scenario runs as is and meets the SLOs at its cost.
     served = run_json("serve", best)
     assert served["slo_met"] and abs(served["usd_per_hour"] - feasible[0]["usd_per_hour"]) < 1e-6

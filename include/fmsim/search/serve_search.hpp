@@ -28,6 +28,9 @@ struct ServeSearchSpec {
   std::filesystem::path scenario;  ///< the base serving scenario, absolute
   std::vector<ServeCluster> clusters;
   std::vector<int> tp, pp, max_num_seqs;  ///< max_num_seqs empty = the scenario's
+  /// Disaggregated layouts to try beside the aggregated one: prefill:decode replica ratios ({1, 2} = one
+  /// prefill replica per two decode replicas), each pool at the layout's TP and PP.
+  std::vector<std::pair<int, int>> prefill_decode;
   ServeObjective objective = ServeObjective::usd_per_hour;
   int top = 20;
 };
@@ -35,12 +38,16 @@ struct ServeSearchSpec {
 /// A layout on a cluster and what the replica search found for it.
 struct ServeCandidate {
   int cluster = 0, tp = 1, pp = 1, max_num_seqs = 0;  ///< max_num_seqs 0 = the scenario's
+  int prefill = 0, decode = 0;  ///< a disaggregated layout's prefill:decode ratio; 0:0 = aggregated
+  /// Aggregated: replicas. Disaggregated: ratio units (prefill x units prefill replicas, decode x units decode).
   int replicas = 0, nodes = 0, gpus = 0, trials = 0;
   bool feasible = false;
   std::string reason;      ///< why not feasible
   nlohmann::json result;   ///< the fmsim serve result of the chosen replica count
   double usd_per_hour = 0;
-  std::string layout() const;  ///< "TP4 PP1 x 3 replicas (max_num_seqs 256)"
+  std::string layout() const;  ///< "TP4 PP1 x 3 replicas (max_num_seqs 256)", "TP4 PP1 prefill 2 + decode 4"
+  bool disaggregated() const { return prefill > 0; }
+  int gpus_per_unit() const { return (disaggregated() ? prefill + decode : 1) * tp * pp; }
 };
 
 /// Whether a parsed JSON document is a serving search (its schema).
@@ -49,9 +56,9 @@ ServeSearchSpec load_serve_search(const std::filesystem::path& path, const hardw
 
 /// Every layout of the space that fits one NVLink domain per replica (TP x PP GPUs) on each cluster.
 std::vector<ServeCandidate> serve_candidates(const ServeSearchSpec& spec);
-/// The most replicas of `c`'s layout the cluster's max_nodes hold.
+/// The most replicas (disaggregated: ratio units) of `c`'s layout the cluster's max_nodes hold.
 int max_replicas(const ServeSearchSpec& spec, const ServeCandidate& c);
-/// The --set assignments that turn the base scenario into `c` with `replicas` replicas.
+/// The --set assignments that turn the base scenario into `c` with `replicas` replicas (or ratio units).
 std::vector<std::string> serve_sets(const ServeSearchSpec& spec, const ServeCandidate& c, int replicas);
 /// Feasible candidates first, by the objective (ties: fewer GPUs, then lower p99 TTFT); then the rest.
 void rank_serve(const ServeSearchSpec& spec, std::vector<ServeCandidate>& candidates);
