@@ -219,15 +219,32 @@ AnalyticStep AnalyticModel::step(const workload::Scenario& s) {
   const double reduce_all = dp_time(dense, grad_bytes, reduce);
   const double gather_all = shard ? dp_time(dense, param_bytes, gather) : 0.0;
   double dp = 0;
-  if (t.overlap_grad_reduce) {
-    // The last bucket's reduction follows the last backward; the rest hide behind the last micro-batch's
-    // backward unless they outlast it.
-    const double window = stage_backward_s[critical];
-    dp += reduce_all / buckets + std::max(0.0, reduce_all * (buckets - 1) / buckets - window);
+  // As the simulator's buckets run (trace_builder.cpp): with optim_grads and optim_grads_params the
+  // gradients are reduce-scattered after every micro-batch's backward, and with optim_grads_params (ZeRO-3,
+  // Megatron-FSDP) the parameters are all-gathered again for every micro-batch's forward and backward
+  // pass; otherwise one reduction after the last backward and one gather per step.
+  const bool grads_every_microbatch = p.sharding == workload::Sharding::optim_grads ||
+                                      p.sharding == workload::Sharding::optim_grads_params;
+  const bool params_every_pass = p.sharding == workload::Sharding::optim_grads_params;
+  if (grads_every_microbatch || params_every_pass) {
+    // The DP stream carries them all, one bucket behind the passes; what the micro-batches' compute cannot
+    // hide is exposed, and at least the last bucket of each reduction and the first of each gather are.
+    const double reduces = (grads_every_microbatch ? mb : 1.0) * reduce_all;
+    const double gathers = params_every_pass ? 2.0 * mb * gather_all : (shard ? gather_all : 0.0);
+    const double floor = (t.overlap_grad_reduce ? (grads_every_microbatch ? mb : 1.0) * reduce_all / buckets : reduces) +
+                         (t.overlap_param_gather ? (params_every_pass ? 2.0 * mb : 1.0) * gather_all / buckets : gathers);
+    dp += std::max(floor, reduces + gathers - mb * stage_s[critical]);
   } else {
-    dp += reduce_all;
+    if (t.overlap_grad_reduce) {
+      // The last bucket's reduction follows the last backward; the rest hide behind the last micro-batch's
+      // backward unless they outlast it.
+      const double window = stage_backward_s[critical];
+      dp += reduce_all / buckets + std::max(0.0, reduce_all * (buckets - 1) / buckets - window);
+    } else {
+      dp += reduce_all;
+    }
+    if (shard) dp += t.overlap_param_gather ? gather_all / buckets : gather_all;
   }
-  if (shard) dp += t.overlap_param_gather ? gather_all / buckets : gather_all;
   if (experts > 0) {
     std::vector<int> edp;
     for (int i = 0; i < p.tp * p.cp * p.dp / (p.ep * p.etp); ++i) edp.push_back(i * p.etp * p.ep);
