@@ -206,7 +206,8 @@ double ReplicaModel::draft_pass_s(int rows) const {
     const auto& d = draft_model_;
     IterationBreakdown parts;
     double linear = rows > 0 ? linear_costs(d, draft_layers_, draft_moe_layers_, rows, parts) : 0.0;
-    if (rows > 0 && draft_fc_in_ > 0) linear += compute_.gemm_s({static_cast<double>(rows), static_cast<double>(d.hidden), draft_fc_in_}, math_);
+    if (rows > 0 && draft_fc_in_ > 0)
+      linear += compute_.gemm_s({static_cast<double>(rows), static_cast<double>(d.hidden), draft_fc_in_}, math_) / compute::model_gemm_rate(math_);
     const double vocab_slice = d.vocab / static_cast<double>(pool_.tp);
     const double head = rows > 0 ? compute_.gemm_s({static_cast<double>(rows), vocab_slice, static_cast<double>(d.hidden)}, compute::MathPrecision::bf16) +
                                        compute_.memory_s(2.0 * rows * vocab_slice * kLogitBytes)
@@ -220,7 +221,8 @@ double ReplicaModel::draft_pass_s(int rows) const {
 double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int moe_layers_here, int tokens, IterationBreakdown& out) const {
   const double tp = pool_.tp, t = tokens;
   const double overhead = compute::kGemmFixedOverhead_s;
-  auto gemm = [&](double rows, double k, double n) { return compute_.gemm_s({rows, n, k}, math_); };
+  // FP4 GEMMs in a model's step run below the single-GEMM rate (compute::kFp4ModelGemmRate).
+  auto gemm = [&](double rows, double k, double n) { return compute_.gemm_s({rows, n, k}, math_) / compute::model_gemm_rate(math_); };
   // Attention projections: sharded over TP, or whole on each rank for its own sequences (DP attention).
   const double attn_rows = pool_.dp_attention ? std::ceil(t / tp) : t;
   const double attn_split = pool_.dp_attention ? 1.0 : tp;

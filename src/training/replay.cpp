@@ -33,7 +33,7 @@ double compute_node_s(const TraceNode& n, const hardware::GpuSpec& gpu) {
                                      : compute::MathPrecision::bf16;
       // `bytes`: the quantization traffic of its inputs (low_precision.cpp), a memory-bound kernel.
       // MXFP8's block-scaled GEMMs run below per-tensor FP8 ones (GpuSpec::gemm_mxfp8_rate).
-      const double rate = n.fp4 ? compute::kFp4TrainingGemmRate : n.fp8_block_scaled ? gpu.gemm_mxfp8_rate : 1.0;
+      const double rate = n.fp4 ? compute::kFp4ModelGemmRate : n.fp8_block_scaled ? gpu.gemm_mxfp8_rate : 1.0;
       return n.repeat * model.gemm_s({n.m, n.n, n.k}, precision, n.sms_taken, n.fp8_split_accumulator) / rate +
              model.memory_s(n.bytes);
     }

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "fmsim/compute/compute_model.hpp"
 #include "fmsim/engine/flow_driver.hpp"
 #include "fmsim/inference/serve_report.hpp"
 #include "fmsim/inference/serving_plan.hpp"
@@ -162,4 +163,26 @@ TEST_CASE("online flow driver: flows sharing a link split its bandwidth") {
   CHECK(done[0] == Approx(2 * 1e9 / 10e9));  // both at 5 GB/s
   CHECK(done[1] == Approx(2 * 1e9 / 10e9));
   CHECK(done[2] == Approx(10.0 + 1e9 / 10e9));  // alone at 10 GB/s
+}
+
+TEST_CASE("serving prices FP4 GEMMs at the in-model FP4 rate, as training does") {
+  // A long prefill on one B200 is GEMM-bound: its FP4/FP8 GEMM-time ratio is the ratio of the two
+  // effective rates, the FP4 one at kFp4ModelGemmRate of the single-GEMM microbenchmark rate.
+  auto load_b200 = [](const std::string& precision) {
+    const std::string json = R"({"cluster": {"base": ")" + (test::source_dir() / "topologies" / "p6-b200-64node.json").string() +
+                             R"(", "nodes": 1}, "model": "llama3.1-8b", "serving": {"precision": ")" + precision +
+                             R"("}, "workload": {"arrival": "offline", "requests": 1, "input_tokens": 8, "output_tokens": 8}})";
+    return load_serve_scenario(test::write_temp(json, "serve-" + precision + ".json"), {}, test::catalog());
+  };
+  const ServeScenario fp4 = load_b200("fp4"), fp8 = load_b200("fp8");
+  const ServingPlan plan4(fp4), plan8(fp8);
+  const int tokens = 8192;
+  const BatchShape prefill{0, 0, tokens, tokens * (tokens / 2.0), 1};
+  const double gemm4 = plan4.model(0).breakdown(prefill).gemm_s, gemm8 = plan8.model(0).breakdown(prefill).gemm_s;
+  const auto& gpu = fp4.cluster.gpu;
+  const double fp4_rate = gpu.fp4_dense_flops * gpu.gemm_fp4_peak_efficiency * compute::kFp4ModelGemmRate;
+  const double fp8_rate = gpu.fp8_dense_flops * gpu.gemm_peak_efficiency;
+  // The LM head stays BF16 in both; the layers' GEMMs carry almost all of the time at this size.
+  CHECK(gemm4 / gemm8 == Approx(fp8_rate / fp4_rate).epsilon(0.06));
+  CHECK(compute::model_gemm_rate(compute::MathPrecision::fp8) == 1.0);
 }

@@ -55,14 +55,21 @@ inline constexpr double kAttentionCausalTile = 128.0;
 /// on this count (FlashAttention's benchmarks/benchmark_flash_attention.py: bwd = 2.5 x fwd FLOPs), not
 /// on the model-FLOPs count of MFU (backward = 2 x forward).
 inline constexpr double kAttentionBackwardFlopsRatio = 2.5;
-/// FP4 training GEMMs (Transformer Engine's NVFP4 recipe: 1x16 block scales on activations and
-/// gradients, 16x16 on weights, stochastic rounding and the random Hadamard transform on the weight
-/// gradient's operands) run at this fraction of a single cuBLASLt FP4 GEMM's rate. Set from the measured
-/// NVFP4 / MXFP8 throughput ratio at identical layouts in one release (Megatron-Bridge 26.04, Llama 3 70B
-/// TP2 PP4 VP5 on GB200: 1.28; TP1 PP4 VP5 on GB300: 1.56): with the single-GEMM rate (GB200 FP4 at 77 %
-/// of peak, calibration hw-azure-nd-gb200-v6-microbench) fmsim's ratio was 1.71 and 2.0; the mechanism
-/// behind the gap (power draw at the FP4 rate, block-scale handling) is not separated (docs/model.md).
-inline constexpr double kFp4TrainingGemmRate = 0.58;
+/// FP4 GEMMs inside a model's step run at this fraction of a single cuBLASLt FP4 GEMM's rate (the
+/// microbenchmark behind gemm_fp4_peak_efficiency), in training and in serving alike. Set in training
+/// from the measured NVFP4 / MXFP8 throughput ratio at identical layouts in one release (Megatron-Bridge
+/// 26.04, Llama 3 70B TP2 PP4 VP5 on GB200: 1.28; TP1 PP4 VP5 on GB300: 1.56; with the single-GEMM rate,
+/// GB200 FP4 at 77 % of peak (calibration hw-azure-nd-gb200-v6-microbench), fmsim's ratio was 1.71 and
+/// 2.0). Checked, not set, on serving: TensorRT-LLM's NVFP4 checkpoints on B200 and GB200 (calibration
+/// inf-trtllm-*-fp4, 30 dense rows from prefill-bound 2048/128 to decode-bound 128/4096) were uniformly
+/// +30 % fast at the single-GEMM rate and land at 4.3 % mean absolute error with it (docs/validation.md).
+/// The mechanism behind it (power draw at the FP4 rate, block-scale handling and activation quantization
+/// around each GEMM) is not separated (docs/model.md).
+inline constexpr double kFp4ModelGemmRate = 0.58;
+/// The rate of kFp4ModelGemmRate for FP4 math, 1 otherwise.
+inline constexpr double model_gemm_rate(MathPrecision precision) {
+  return precision == MathPrecision::fp4 ? kFp4ModelGemmRate : 1.0;
+}
 
 /// Throughput of an FP8 GEMM with the split accumulator (partial sums promoted to FP32 every few
 /// K-steps, CUBLASLT_MATMUL_DESC_FAST_ACCUM off) relative to fast accumulation. Hopper's FP8 tensor cores
