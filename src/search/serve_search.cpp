@@ -22,13 +22,22 @@ double p99(const json& result, const char* key) {
   return result[key].value("p99", NAN);
 }
 
+/// `serving.disaggregation` for `units` ratio units of a disaggregated candidate (the decode pool's TP
+/// when it differs from the layout's).
+json disaggregation_pools(const ServeCandidate& c, int units) {
+  json pools = {{"prefill", {{"replicas", c.prefill * units}}}, {"decode", {{"replicas", c.decode * units}}}};
+  if (c.decode_tp_size() != c.tp) pools["decode"]["tensor_parallel_size"] = c.decode_tp_size();
+  return pools;
+}
+
 }  // namespace
 
 std::string ServeCandidate::layout() const {
   std::string text = "TP" + std::to_string(tp) + " PP" + std::to_string(pp);
   if (disaggregated()) {
-    text += replicas > 0 ? " prefill " + std::to_string(prefill * replicas) + " + decode " + std::to_string(decode * replicas)
-                         : " disaggregated " + std::to_string(prefill) + ":" + std::to_string(decode);
+    const std::string decode_layout = decode_tp_size() != tp ? "TP" + std::to_string(decode_tp_size()) + " " : "";
+    text += replicas > 0 ? " prefill " + std::to_string(prefill * replicas) + " + decode " + decode_layout + std::to_string(decode * replicas)
+                         : " disaggregated " + std::to_string(prefill) + ":" + decode_layout + std::to_string(decode);
   } else if (replicas > 0) {
     text += " x " + std::to_string(replicas) + (replicas == 1 ? " replica" : " replicas");
   }
@@ -81,6 +90,10 @@ ServeSearchSpec load_serve_search(const std::filesystem::path& path, const hardw
         spec.prefill_decode.emplace_back(pair[0].get<int>(), pair[1].get<int>());
       }
     }
+    spec.decode_tp = read_int_list(space, "decode_tensor_parallel_size", 1, 4096);
+    if (!spec.decode_tp.empty() && spec.prefill_decode.empty()) {
+      space.fail("decode_tensor_parallel_size", "`prefill_decode` ratios beside it: the decode pool's TP applies to disaggregated layouts only");
+    }
     space.reject_unknown_keys();
   }
   if (spec.tp.empty()) spec.tp = {1, 2, 4, 8};
@@ -101,8 +114,23 @@ std::vector<ServeCandidate> serve_candidates(const ServeSearchSpec& spec) {
         // fmsim's replicas keep TP and PP inside one NVLink domain (docs/model.md, serving).
         if (tp * pp > spec.clusters[c].domain_gpus) continue;
         for (int s : seqs) {
-          out.push_back(ServeCandidate{static_cast<int>(c), tp, pp, s});
-          for (const auto& [prefill, decode] : spec.prefill_decode) out.push_back(ServeCandidate{static_cast<int>(c), tp, pp, s, prefill, decode});
+          ServeCandidate aggregated;
+          aggregated.cluster = static_cast<int>(c);
+          aggregated.tp = tp;
+          aggregated.pp = pp;
+          aggregated.max_num_seqs = s;
+          out.push_back(aggregated);
+          const std::vector<int> decode_tps = spec.decode_tp.empty() ? std::vector<int>{tp} : spec.decode_tp;
+          for (const auto& [prefill, decode] : spec.prefill_decode) {
+            for (int decode_tp : decode_tps) {
+              if (decode_tp * pp > spec.clusters[c].domain_gpus) continue;
+              ServeCandidate split = aggregated;
+              split.prefill = prefill;
+              split.decode = decode;
+              split.decode_tp = decode_tp == tp ? 0 : decode_tp;
+              out.push_back(split);
+            }
+          }
         }
       }
     }
@@ -123,8 +151,7 @@ std::vector<std::string> serve_sets(const ServeSearchSpec& spec, const ServeCand
                                    "serving.tensor_parallel_size=" + std::to_string(c.tp),
                                    "serving.pipeline_parallel_size=" + std::to_string(c.pp)};
   if (c.disaggregated()) {
-    const json pools = {{"prefill", {{"replicas", c.prefill * replicas}}}, {"decode", {{"replicas", c.decode * replicas}}}};
-    sets.push_back("serving.disaggregation=" + pools.dump());
+    sets.push_back("serving.disaggregation=" + disaggregation_pools(c, replicas).dump());
   } else {
     sets.push_back("serving.replicas=" + std::to_string(replicas));
   }
@@ -195,6 +222,7 @@ json serve_result_json(const ServeSearchSpec& spec, const std::vector<ServeCandi
                 {"max_num_seqs", c.max_num_seqs > 0 ? json(c.max_num_seqs) : json(nullptr)},
                 {"disaggregated", c.disaggregated()},
                 {"prefill_decode", c.disaggregated() ? json::array({c.prefill, c.decode}) : json(nullptr)},
+                {"decode_tensor_parallel_size", c.disaggregated() ? json(c.decode_tp_size()) : json(nullptr)},
                 {"feasible", c.feasible},
                 {"trials", c.trials}};
     if (c.feasible) {
@@ -240,7 +268,7 @@ json serve_scenario_document(const ServeSearchSpec& spec, const ServeCandidate& 
   }
   if (c.disaggregated()) {
     doc["serving"].erase("replicas");
-    doc["serving"]["disaggregation"] = {{"prefill", {{"replicas", c.prefill * c.replicas}}}, {"decode", {{"replicas", c.decode * c.replicas}}}};
+    doc["serving"]["disaggregation"] = disaggregation_pools(c, c.replicas);
   } else {
     doc["serving"].erase("disaggregation");
     doc["serving"]["replicas"] = c.replicas;

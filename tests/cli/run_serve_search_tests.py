@@ -68,6 +68,34 @@ def the_shipped_search_ranks_by_cost_with_the_fewest_replicas():
 
 
 @test
+def decode_pools_may_take_their_own_tp():
+    spec = small_spec("decode_tp", clusters=[{"topology": os.path.abspath(os.path.join(TOPO, "p5en-128node.json")), "max_nodes": 4}],
+                      space={"tensor_parallel_size": [2, 4], "prefill_decode": [[2, 1]], "decode_tensor_parallel_size": [4, 8]})
+    doc, best, proc = search(spec)
+    rows = doc["candidates"]
+    # TP 2 and 4, each aggregated and at 2:1 with a decode pool of TP 4 and of TP 8
+    assert doc["layouts"] == 6 and len(rows) == 6, [r["tensor_parallel_size"] for r in rows]
+    combos = {(r["tensor_parallel_size"], r["decode_tensor_parallel_size"]) for r in rows if r["disaggregated"]}
+    assert combos == {(2, 4), (2, 8), (4, 4), (4, 8)}, combos
+    assert all(r["decode_tensor_parallel_size"] is None for r in rows if not r["disaggregated"])
+    mixed = [r for r in rows if r["feasible"] and r["disaggregated"] and r["decode_tensor_parallel_size"] != r["tensor_parallel_size"]]
+    assert mixed, "a layout with pools of different TP meets the SLOs"
+    r = mixed[0]
+    # GPUs count each pool at its own TP, and the pools served as the search wrote them meet the SLOs.
+    assert r["gpus"] == r["prefill_replicas"] * r["tensor_parallel_size"] + r["decode_replicas"] * r["decode_tensor_parallel_size"], r
+    assert f"decode TP{r['decode_tensor_parallel_size']}" in proc.stdout
+    topo = os.path.abspath(os.path.join(TOPO, r["topology"] + ".json"))
+    pools = json.dumps({"prefill": {"replicas": r["prefill_replicas"]},
+                        "decode": {"replicas": r["decode_replicas"], "tensor_parallel_size": r["decode_tensor_parallel_size"]}})
+    served = run_json("serve", SCENARIO, "--set", f"cluster.base={topo}", "--set", f"cluster.nodes={r['nodes']}",
+                      "--set", f"serving.tensor_parallel_size={r['tensor_parallel_size']}", "--set", f"serving.disaggregation={pools}")
+    assert served["slo_met"] and served["cluster"]["gpus"] == r["gpus"], (served["cluster"], r)
+    out = os.path.join(TMP, "bad.json")
+    expect_bad_input(["search", small_spec("decode_tp_alone", space={"tensor_parallel_size": [2], "decode_tensor_parallel_size": [8]}),
+                      "--json", out], ["decode_tensor_parallel_size", "prefill_decode"], out)
+
+
+@test
 def one_replica_fewer_misses_the_slos():
     doc, best, _ = search(small_spec("fewest"))
     for r in [r for r in doc["candidates"] if r["feasible"]][:3]:

@@ -31,6 +31,8 @@ struct ServeSearchSpec {
   /// Disaggregated layouts to try beside the aggregated one: prefill:decode replica ratios ({1, 2} = one
   /// prefill replica per two decode replicas), each pool at the layout's TP and PP.
   std::vector<std::pair<int, int>> prefill_decode;
+  /// The decode pool's TP sizes for disaggregated layouts; empty = the prefill pool's (the layout's TP).
+  std::vector<int> decode_tp;
   ServeObjective objective = ServeObjective::usd_per_hour;
   int top = 20;
 };
@@ -39,15 +41,17 @@ struct ServeSearchSpec {
 struct ServeCandidate {
   int cluster = 0, tp = 1, pp = 1, max_num_seqs = 0;  ///< max_num_seqs 0 = the scenario's
   int prefill = 0, decode = 0;  ///< a disaggregated layout's prefill:decode ratio; 0:0 = aggregated
+  int decode_tp = 0;            ///< a disaggregated layout's decode-pool TP; 0 = `tp` (the prefill pool's)
   /// Aggregated: replicas. Disaggregated: ratio units (prefill x units prefill replicas, decode x units decode).
   int replicas = 0, nodes = 0, gpus = 0, trials = 0;
   bool feasible = false;
   std::string reason;      ///< why not feasible
   nlohmann::json result;   ///< the fmsim serve result of the chosen replica count
   double usd_per_hour = 0;
-  std::string layout() const;  ///< "TP4 PP1 x 3 replicas (max_num_seqs 256)", "TP4 PP1 prefill 2 + decode 4"
+  std::string layout() const;  ///< "TP4 PP1 x 3 replicas (max_num_seqs 256)", "TP4 PP1 prefill 2 + decode 4", "TP2 PP1 prefill 2 + decode TP8 1"
   bool disaggregated() const { return prefill > 0; }
-  int gpus_per_unit() const { return (disaggregated() ? prefill + decode : 1) * tp * pp; }
+  int decode_tp_size() const { return decode_tp > 0 ? decode_tp : tp; }
+  int gpus_per_unit() const { return (disaggregated() ? prefill * tp + decode * decode_tp_size() : tp) * pp; }
 };
 
 /// Whether a parsed JSON document is a serving search (its schema).
