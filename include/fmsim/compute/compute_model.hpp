@@ -62,7 +62,7 @@ inline constexpr double kAttentionBackwardFlopsRatio = 2.5;
 /// GB200 FP4 at 77 % of peak (calibration hw-azure-nd-gb200-v6-microbench), fmsim's ratio was 1.71 and
 /// 2.0). Checked, not set, on serving: TensorRT-LLM's NVFP4 checkpoints on B200 and GB200 (calibration
 /// inf-trtllm-*-fp4, 30 dense rows from prefill-bound 2048/128 to decode-bound 128/4096) were uniformly
-/// +30 % fast at the single-GEMM rate and land at 4.3 % mean absolute error with it (docs/validation.md).
+/// +30 % fast at the single-GEMM rate and land at 4.5 % mean absolute error with it (docs/validation.md).
 /// The mechanism behind it (power draw at the FP4 rate, block-scale handling and activation quantization
 /// around each GEMM) is not separated (docs/model.md).
 inline constexpr double kFp4ModelGemmRate = 0.58;
