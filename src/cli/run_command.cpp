@@ -18,6 +18,7 @@
 #include "fmsim/config/json_file.hpp"
 #include "fmsim/report/prometheus_export.hpp"
 #include "fmsim/report/training_report.hpp"
+#include "fmsim/rl/rl_iteration.hpp"
 #include "fmsim/topology/placement.hpp"
 #include "fmsim/workload/memory.hpp"
 #include "fmsim/workload/trace_builder.hpp"
@@ -119,9 +120,33 @@ void check_mfu(const report::TrainingRun& run, const std::string& file) {
   throw InputError(file + text);
 }
 
+/// training.workload "rl": one RL iteration (rl/rl_iteration.hpp) instead of one training step.
+int run_rl(const hardware::Catalog& catalog, const RunOptions& o) {
+  for (const auto& [option, value] : {std::pair<const char*, const std::string*>{"--timeline", &o.timeline_file},
+                                      {"--trace", &o.trace_file}, {"--prometheus", &o.prometheus_file}, {"--fidelity", &o.fidelity}}) {
+    if (!value->empty()) throw InputError(std::string(option) + ": not available for an RL scenario (training.workload \"rl\"); --json and --set are");
+  }
+  config::JsonFile file = workload::load_scenario_document(o.scenario_file, o.sets, "training scenario");
+  const auto result = rl::simulate_rl_iteration(file.root, file.path, std::filesystem::path(o.scenario_file).parent_path(), catalog, o.allow_oom);
+  if (o.json_file != "-") write_output("-", rl::to_text(result));
+  if (!o.json_file.empty()) write_output(o.json_file, rl::to_json(result).dump(2) + "\n");
+  return 0;
+}
+
+/// Whether the scenario file (after --set) asks for RL; unreadable files are left to the loader's message.
+bool is_rl_scenario(const RunOptions& o) {
+  if (o.scenario_file.empty()) return false;
+  try {
+    return rl::is_rl_document(workload::load_scenario_document(o.scenario_file, o.sets, "training scenario").root);
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
 int run_training(const GlobalOptions& globals, const RunOptions& o) {
   const auto started = std::chrono::steady_clock::now();
   auto catalog = load_catalog(globals);
+  if (is_rl_scenario(o)) return run_rl(catalog, o);
   std::optional<config::JsonFile> trace_file;
   if (!o.trace_file.empty()) trace_file = config::load_json_file(o.trace_file);
   const workload::Scenario s = load(o, catalog, trace_file);

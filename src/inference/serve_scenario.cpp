@@ -297,17 +297,21 @@ int ServeScenario::total_gpus() const {
 ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::vector<std::string>& sets,
                                   const hardware::Catalog& catalog) {
   config::JsonFile file = workload::load_scenario_document(path, sets, "serving scenario");
-  const std::filesystem::path base_dir = path.parent_path();
-  ObjectReader root(file.root, file.path);
+  return serve_scenario_from_json(std::move(file.root), file.path, path.parent_path(), catalog);
+}
+
+ServeScenario serve_scenario_from_json(nlohmann::json document, const std::string& origin, const std::filesystem::path& base_dir,
+                                       const hardware::Catalog& catalog) {
+  ObjectReader root(document, origin);
   ServeScenario s;
-  s.file = file.path;
-  s.resolved = file.root;
+  s.file = origin;
+  s.resolved = document;
   root.optional_string("schema");
   root.optional_string("description");
-  s.name = root.string_or("name", path.stem().string());
-  s.cluster = topology::cluster_from_json(workload::expand_cluster(root.required_value("cluster"), file.path, base_dir),
-                                          file.path + ": /cluster", "cluster", catalog);
-  s.model = workload::expand_model(root.required_value("model"), file.path, base_dir);
+  s.name = root.string_or("name", std::filesystem::path(origin).stem().string());
+  s.cluster = topology::cluster_from_json(workload::expand_cluster(root.required_value("cluster"), origin, base_dir),
+                                          origin + ": /cluster", "cluster", catalog);
+  s.model = workload::expand_model(root.required_value("model"), origin, base_dir);
 
   ObjectReader serving = root.required_object("serving");
   const std::string precision = serving.choice_or("precision", {"bf16", "fp8", "fp4"}, "bf16");
@@ -365,12 +369,12 @@ ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::
       PoolSpec pool = read_pool(pool_reader, defaults);
       pool.role = std::string(role) == "prefill" ? PoolRole::prefill : PoolRole::decode;
       pool_reader.reject_unknown_keys();
-      validate_pool(pool, s, file.path + ": /serving/disaggregation/" + role);
+      validate_pool(pool, s, origin + ": /serving/disaggregation/" + role);
       s.pools.push_back(pool);
     }
     disaggregation->reject_unknown_keys();
   } else {
-    validate_pool(defaults, s, file.path + ": /serving");
+    validate_pool(defaults, s, origin + ": /serving");
     s.pools.push_back(defaults);
   }
   serving.reject_unknown_keys();
@@ -386,7 +390,7 @@ ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::
   if (s.workload.prefix_groups > 0) {
     for (const auto& pool : s.pools) {
       if (pool.engine.prefix_caching && pool.engine.prefix_cache_hit_rate > 0) {
-        throw InputError(file.path + ": /serving/prefix_cache_hit_rate: a fixed hit rate and workload.shared_prefix exclude each other "
+        throw InputError(origin + ": /serving/prefix_cache_hit_rate: a fixed hit rate and workload.shared_prefix exclude each other "
                          "(with shared prefixes the prefix tree finds the hits); remove prefix_cache_hit_rate");
       }
     }
@@ -395,7 +399,7 @@ ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::
   root.reject_unknown_keys();
 
   if (s.total_gpus() > s.cluster.total_gpus()) {
-    throw InputError(file.path + ": the replicas need " + std::to_string(s.total_gpus()) + " GPUs and the cluster has " +
+    throw InputError(origin + ": the replicas need " + std::to_string(s.total_gpus()) + " GPUs and the cluster has " +
                      std::to_string(s.cluster.total_gpus()) + " (" + std::to_string(s.cluster.nodes) + " x " +
                      s.cluster.instance.name + "); add nodes or remove replicas");
   }

@@ -84,7 +84,11 @@ bool Lora::targets(const std::string& module) const {
 
 FineTuning read_fine_tuning(config::ObjectReader& r, int seq) {
   FineTuning f;
-  const std::string kind = r.choice_or("workload", {"pretrain", "sft", "lora"}, "pretrain");
+  const std::string kind = r.choice_or("workload", {"pretrain", "sft", "lora", "rl"}, "pretrain");
+  if (kind == "rl") {
+    r.fail("workload", "\"pretrain\", \"sft\" or \"lora\" here: an RL scenario (workload \"rl\") runs one RL iteration with "
+                       "fmsim run, which simulates its rollout, forward passes and updates (docs/formats.md, \"RL post-training\")");
+  }
   f.workload = kind == "sft" ? Workload::sft : kind == "lora" ? Workload::lora : Workload::pretrain;
   if (auto packing = r.optional_object("packing")) {
     if (f.workload == Workload::pretrain) r.fail("packing", "no packing section unless workload is \"sft\" or \"lora\"");

@@ -127,6 +127,10 @@ struct ServeScenario {
 /// the model (TP dividing heads and KV heads, GPUs available, FP8/FP4 supported). Throws InputError.
 ServeScenario load_serve_scenario(const std::filesystem::path& path, const std::vector<std::string>& sets,
                                   const hardware::Catalog& catalog);
+/// The same from a document already in memory: `origin` names it in messages, relative references
+/// (cluster base, model files, traces) resolve against `base_dir`.
+ServeScenario serve_scenario_from_json(nlohmann::json document, const std::string& origin, const std::filesystem::path& base_dir,
+                                       const hardware::Catalog& catalog);
 
 std::string to_string(WeightPrecision precision);
 std::string to_string(PoolRole role);

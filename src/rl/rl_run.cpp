@@ -1,0 +1,272 @@
+// Simulates one RL iteration (rl_iteration.hpp) from parts fmsim already models: the rollout is an
+// offline serving run of the iteration's prompts on the rollout engine's layout; each forward pass
+// (old log-probs, reference, reward model, critic values) is a prefill-only serving run of the samples
+// on the trainer's GPUs at the trainer's TP x PP, plus the LM head over every token (RL needs the
+// log-probability of each response token, a sampler only the last one's); an update is a training step
+// over the samples packed into rows of seq_length; the weight transfer is a collective on the cluster's
+// fabric. docs/model.md, "RL post-training".
+#include <algorithm>
+#include <cmath>
+
+#include <spdlog/spdlog.h>
+
+#include "fmsim/collectives/cost.hpp"
+#include "fmsim/collectives/layout.hpp"
+#include "fmsim/common/error.hpp"
+#include "fmsim/compute/compute_model.hpp"
+#include "fmsim/inference/requests.hpp"
+#include "fmsim/inference/serve_scenario.hpp"
+#include "fmsim/inference/serving_plan.hpp"
+#include "fmsim/inference/serving_sim.hpp"
+#include "fmsim/rl/rl_iteration.hpp"
+#include "fmsim/topology/cluster_graph.hpp"
+#include "fmsim/topology/placement.hpp"
+#include "fmsim/training/step_simulation.hpp"
+#include "fmsim/workload/memory.hpp"
+#include "fmsim/workload/scenario.hpp"
+#include "fmsim/workload/trace_builder.hpp"
+
+namespace fmsim::rl {
+
+using nlohmann::json;
+
+namespace {
+
+/// The cluster object with `units` instances (or UltraServers) of the scenario's cluster.
+json cluster_with(const json& expanded, bool ultraserver, int units) {
+  json cluster = expanded;
+  cluster[ultraserver ? "ultraservers" : "nodes"] = units;
+  return cluster;
+}
+
+struct ServeRun {
+  double end_s = 0, tail_s = 0, output_tokens_per_s = 0;
+  double mean_input = 0, mean_output = 0;
+  int replicas = 0;
+};
+
+/// An offline serving run of `document`; the finish time of every request and its 90th percentile.
+ServeRun run_offline(const json& document, const std::string& origin, const std::filesystem::path& base_dir,
+                     const hardware::Catalog& catalog) {
+  const inference::ServeScenario scenario = inference::serve_scenario_from_json(document, origin, base_dir, catalog);
+  const inference::ServingPlan plan(scenario);
+  const auto requests = inference::make_requests(scenario.workload);
+  const auto outcome = inference::simulate_serving(plan, requests, false);
+  ServeRun run;
+  run.end_s = outcome.end_s;
+  std::vector<double> finish;
+  finish.reserve(outcome.requests.size());
+  double output_tokens = 0;
+  for (const auto& r : outcome.requests) {
+    finish.push_back(r.finish_s);
+    run.mean_input += r.input_tokens;
+    run.mean_output += r.output_tokens;
+    output_tokens += static_cast<double>(r.output_tokens) * r.samples;
+  }
+  if (!finish.empty()) {
+    std::sort(finish.begin(), finish.end());
+    const auto p90 = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(finish.size()))) - 1;
+    run.tail_s = run.end_s - finish[std::min(p90, finish.size() - 1)];
+    run.mean_input /= static_cast<double>(finish.size());
+    run.mean_output /= static_cast<double>(finish.size());
+  }
+  run.output_tokens_per_s = run.end_s > 0 ? output_tokens / run.end_s : 0.0;
+  run.replicas = static_cast<int>(plan.replicas().size());
+  return run;
+}
+
+int int_in(const json& object, const char* key, int fallback) {
+  return object.contains(key) && object[key].is_number_integer() ? object[key].get<int>() : fallback;
+}
+
+}  // namespace
+
+RlResult simulate_rl_iteration(const json& document, const std::string& origin, const std::filesystem::path& base_dir,
+                               const hardware::Catalog& catalog, bool allow_oom) {
+  RlResult result;
+  result.spec = read_rl_spec(document, origin);
+  const RlSpec& spec = result.spec;
+  result.name = document.value("name", std::filesystem::path(origin).stem().string());
+  if (!document.contains("cluster") || !document.contains("model") || !document.contains("parallelism") ||
+      !document.contains("training") || !document["training"].is_object()) {
+    throw InputError(origin + ": an RL scenario needs cluster, model, parallelism (the trainer's layout) and training sections");
+  }
+  if (document["training"].contains("packing")) {
+    throw InputError(origin + ": /training/packing: no such key with workload \"rl\" (the samples are packed from "
+                     "rl.prompt_tokens and rl.response_tokens; rl.packing_efficiency sets how full a row is)");
+  }
+  const json expanded = workload::expand_cluster(document["cluster"], origin, base_dir);
+  const auto whole = topology::cluster_from_json(expanded, origin + ": /cluster", "cluster", catalog);
+  const bool ultraserver = whole.ultraserver.has_value();
+  const int unit_nodes = ultraserver ? whole.nvlink_domain_nodes : 1;
+  const int units = whole.nodes / unit_nodes;
+  result.nodes = whole.nodes;
+  result.total_gpus = whole.total_gpus();
+  result.gpu = whole.gpu.name;
+  result.instance_type = whole.instance.name;
+  if (whole.instance.usd_per_hour) result.usd_per_hour = *whole.instance.usd_per_hour * whole.nodes;
+
+  // Which GPUs each role has.
+  int rollout_units = units, trainer_units = units;
+  if (spec.placement == Placement::disaggregated) {
+    rollout_units = ultraserver ? std::max(1, spec.rollout_nodes / unit_nodes) : spec.rollout_nodes;
+    if (ultraserver && spec.rollout_nodes % unit_nodes != 0) {
+      throw InputError(origin + ": /rl/rollout/nodes = " + std::to_string(spec.rollout_nodes) + ": whole UltraServers of " +
+                       std::to_string(unit_nodes) + " instances on " + whole.name + " (a multiple of " + std::to_string(unit_nodes) + ")");
+    }
+    trainer_units = units - rollout_units;
+    if (trainer_units < 1) {
+      throw InputError(origin + ": /rl/rollout/nodes = " + std::to_string(spec.rollout_nodes) + ": the cluster has " +
+                       std::to_string(whole.nodes) + " instances and the trainer needs at least " + std::to_string(unit_nodes) +
+                       " of them (expected fewer rollout nodes, or a larger cluster.nodes)");
+    }
+  }
+  result.rollout_gpus = rollout_units * unit_nodes * whole.gpus_per_node;
+  result.trainer_gpus = trainer_units * unit_nodes * whole.gpus_per_node;
+
+  // The rollout: every prompt's group of responses, offline (all at once), on the rollout's replicas.
+  result.rollout_tp = int_in(spec.rollout, "tensor_parallel_size", 1);
+  result.rollout_pp = int_in(spec.rollout, "pipeline_parallel_size", 1);
+  const int per_replica = std::max(1, result.rollout_tp * result.rollout_pp);
+  const int rollout_replicas = result.rollout_gpus / per_replica;
+  if (rollout_replicas < 1) {
+    throw InputError(origin + ": /rl/rollout/tensor_parallel_size: a rollout replica of " + std::to_string(per_replica) +
+                     " GPUs does not fit the rollout's " + std::to_string(result.rollout_gpus) + " GPUs");
+  }
+  json serving = spec.rollout;
+  serving["replicas"] = rollout_replicas;
+  const json rollout_doc = {{"name", result.name + "-rollout"},
+                            {"cluster", cluster_with(expanded, ultraserver, rollout_units)},
+                            {"model", document["model"]},
+                            {"serving", serving},
+                            {"workload",
+                             {{"arrival", "offline"},
+                              {"requests", spec.samples()},
+                              {"input_tokens", spec.prompt_tokens},
+                              {"output_tokens", spec.response_tokens},
+                              {"seed", spec.seed}}}};
+  spdlog::info("{}: rollout of {} responses on {} replicas", result.name, spec.samples(), rollout_replicas);
+  const ServeRun rollout = run_offline(rollout_doc, origin + " (rl.rollout as a serving scenario: rl.prompt_tokens and "
+                                                              "rl.response_tokens are its workload's input_tokens and output_tokens)",
+                                       base_dir, catalog);
+  result.rollout_replicas = rollout.replicas;
+  result.phases.generation_s = rollout.end_s;
+  result.phases.generation_tail_s = rollout.tail_s;
+  result.generation_output_tokens_per_s = rollout.output_tokens_per_s;
+  result.mean_prompt_tokens = rollout.mean_input;
+  result.mean_response_tokens = rollout.mean_output;
+  const double sequence_tokens = rollout.mean_input + rollout.mean_output;
+
+  // The update: the samples packed into rows of seq_length, split into mini-batches.
+  json train = document;
+  train.erase("rl");
+  train["cluster"] = cluster_with(expanded, ultraserver, trainer_units);
+  const json& par = train["parallelism"];
+  result.trainer_tp = int_in(par, "tensor_model_parallel_size", 1);
+  result.trainer_pp = int_in(par, "pipeline_model_parallel_size", 1);
+  const int cp = int_in(par, "context_parallel_size", 1);
+  const int micro = int_in(par, "micro_batch_size", 1);
+  const int model_parallel = std::max(1, result.trainer_tp * result.trainer_pp * cp);
+  const int dp = int_in(par, "data_parallel_size", result.trainer_gpus / model_parallel);
+  if (dp < 1) {
+    throw InputError(origin + ": /parallelism: the trainer's " + std::to_string(result.trainer_gpus) + " GPUs cannot hold TP x PP x CP = " +
+                     std::to_string(model_parallel) + " (expected a smaller layout, or fewer rollout nodes)");
+  }
+  result.trainer_dp = dp;
+  result.seq_length = int_in(train["training"], "seq_length", 0);
+  if (result.seq_length < 1) throw InputError(origin + ": /training/seq_length: the packed row length (tokens) the update trains on");
+  if (sequence_tokens > result.seq_length) {
+    throw InputError(origin + ": /training/seq_length = " + std::to_string(result.seq_length) + ": the samples average " +
+                     std::to_string(static_cast<long long>(std::lround(sequence_tokens))) +
+                     " tokens (prompt + response), more than a packed row holds (expected a seq_length of at least that)");
+  }
+  const double rows = std::ceil(static_cast<double>(spec.samples()) * sequence_tokens / (result.seq_length * spec.packing_efficiency));
+  const double quantum = static_cast<double>(micro) * dp;
+  result.packed_rows_per_step = static_cast<int>(std::max(1.0, std::ceil(rows / spec.mini_batches / quantum)) * quantum);
+  train["parallelism"]["global_batch_size"] = result.packed_rows_per_step;
+  train["training"]["workload"] = "sft";
+  train["training"]["packing"] = {{"mean_sequence_length", sequence_tokens}, {"packing_efficiency", spec.packing_efficiency}};
+  const workload::Scenario update = workload::scenario_from_json(train, origin + " (the policy update)", base_dir, catalog);
+  const auto memory = workload::estimate_memory(update);
+  result.trainer_memory_bytes = memory.peak.total_bytes;
+  result.hbm_bytes = memory.hbm_bytes;
+  if (memory.oom && !allow_oom) {
+    throw InputError(origin + ": the policy update does not fit: " + workload::describe_oom(memory) +
+                     " (more TP/PP, recompute or a larger GPU would; --allow-oom simulates anyway)");
+  }
+  auto trainer_cluster = topology::build_cluster_graph(update.cluster);
+  const auto trainer_gpus = topology::place_ranks(trainer_cluster, update.parallelism.world(), update.placement, update.seed);
+  const auto trace = workload::build_trace(update, trainer_gpus, update.fidelity == workload::Fidelity::full);
+  result.update_step_s = training::simulate_step(trace, trainer_cluster).step_time_s;
+  result.update_steps = spec.mini_batches * spec.epochs * spec.update_models();
+  result.phases.update_s = result.update_step_s * result.update_steps;
+
+  // Forward passes: a prefill of every sample on the trainer's GPUs at its TP x PP, and the LM head over
+  // every token.
+  const std::string precision = train["training"].value("precision", std::string("bf16"));
+  const int forward_replicas = std::max(1, result.trainer_gpus / (result.trainer_tp * result.trainer_pp));
+  const json forward_doc = {
+      {"name", result.name + "-forward"},
+      {"cluster", cluster_with(expanded, ultraserver, trainer_units)},
+      {"model", document["model"]},
+      {"serving",
+       {{"precision", precision == "fp8" || precision == "fp4" ? precision : std::string("bf16")},
+        {"tensor_parallel_size", result.trainer_tp},
+        {"pipeline_parallel_size", result.trainer_pp},
+        {"replicas", forward_replicas}}},
+      {"workload",
+       {{"arrival", "offline"},
+        {"requests", spec.samples()},
+        {"input_tokens", std::max(1L, std::lround(sequence_tokens))},
+        {"output_tokens", 1},
+        {"seed", spec.seed}}}};
+  const ServeRun forward = run_offline(forward_doc, origin + " (a forward pass over the samples on the trainer's layout)", base_dir, catalog);
+  const auto& model = update.model;
+  const compute::ComputeModel gpu_model(update.cluster.gpu);
+  const double tokens_per_replica = static_cast<double>(spec.samples()) * sequence_tokens / forward_replicas;
+  const double vocab_slice = static_cast<double>(model.vocab) / result.trainer_tp;
+  const double lm_head_s = gpu_model.gemm_s({tokens_per_replica, vocab_slice, static_cast<double>(model.hidden)}, compute::MathPrecision::bf16) +
+                           gpu_model.memory_s(2.0 * 4.0 * tokens_per_replica * vocab_slice);  // FP32 logits written, read by log-softmax
+  result.forward_pass_s = forward.end_s + lm_head_s;
+  result.phases.forward_s = result.forward_pass_s * spec.forward_passes();
+
+  // Weight transfer: each rollout GPU receives its shard (1 / (TP x PP) of a BF16 copy).
+  result.weight_bytes = weight_sync_bytes(workload::count_parameters(model).total);
+  const double shard_bytes = result.weight_bytes / per_replica;
+  const auto cluster = topology::build_cluster_graph(whole);
+  const int gpus_per_node = whole.gpus_per_node;
+  if (spec.placement == Placement::colocated) {
+    // Resharding in place: the shard is gathered from the trainer's model-parallel ranks (one full copy
+    // over TP x PP x CP GPUs of the trainer's first placement), then loaded into the engine.
+    if (model_parallel > 1) {
+      std::vector<int> group(trainer_gpus.begin(), trainer_gpus.begin() + std::min<std::size_t>(model_parallel, trainer_gpus.size()));
+      result.phases.weight_sync_s =
+          collectives::collective_cost(collectives::make_layout(trainer_cluster, group), collectives::Op::all_gather, shard_bytes).time_s;
+    }
+  } else {
+    // The trainer (its first node) broadcasts shard k to GPU k of every rollout replica; the shards go
+    // at once, on different rails. The trainer's node takes part with as many GPUs as a rollout node
+    // (each holding the weights), as NCCL's communicators need the same rank count on every node.
+    const int first_rollout_gpu = result.trainer_gpus;
+    const int members_per_node = per_replica < gpus_per_node ? gpus_per_node / per_replica : 1;
+    double slowest = 0;
+    for (int k = 0; k < per_replica; ++k) {
+      std::vector<int> group;
+      for (int j = 0; j < members_per_node; ++j) group.push_back((k + j * per_replica) % gpus_per_node);
+      for (int replica = 0; replica < rollout_replicas; ++replica) group.push_back(first_rollout_gpu + replica * per_replica + k);
+      slowest = std::max(slowest, collectives::collective_cost(collectives::make_layout(cluster, group), collectives::Op::broadcast,
+                                                               shard_bytes).time_s);
+    }
+    result.phases.weight_sync_s = slowest;
+  }
+  // Colocated with offload: the trainer's weights, gradients and optimizer state leave HBM for the
+  // rollout and come back for the update, over the host link.
+  if (spec.placement == Placement::colocated && spec.offload) {
+    result.handover_bytes_per_gpu = memory.peak.weights_bytes + memory.peak.gradients_bytes + memory.peak.optimizer_bytes;
+    result.phases.handover_s = 2.0 * result.handover_bytes_per_gpu / whole.instance.host_gpu_bandwidth_Bps;
+  }
+  result.timing = compose_iteration(result.phases, spec.placement, spec.staleness);
+  return result;
+}
+
+}  // namespace fmsim::rl

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""`fmsim run` on RL post-training scenarios (training.workload "rl"): the iteration is the sum (or the
+overlap) of its phases, each phase agrees with the part of fmsim it comes from (the rollout with `fmsim
+serve`, the update with `fmsim run` of the same training step), the weight transfer carries a BF16 copy of
+the policy, PPO scores and trains more than GRPO, the result validates against its schema, and bad RL
+input exits 2 naming the key. Usage: run_rl_tests.py FMSIM SOURCE_DIR"""
+import copy
+import json
+import os
+import tempfile
+
+from cli_support import CONFIGS, TOPO, expect_bad_input, run, run_json, run_tests, test, write
+
+TMP = tempfile.mkdtemp(prefix="fmsim-rl-tests-")
+SCENARIO = os.path.join(CONFIGS, "training", "grpo-llama3.1-8b-p5en.json")
+BASE = json.load(open(SCENARIO))
+BASE["cluster"]["base"] = os.path.abspath(os.path.join(TOPO, "p5en-128node.json"))
+# Llama-3.1-8B: untied embedding and head, 32 layers of GQA attention (8 KV heads) and a SwiGLU MLP.
+H, FFN, KV, VOCAB, LAYERS = 4096, 14336, 1024, 128256, 32
+LLAMA_8B_PARAMETERS = 2 * VOCAB * H + LAYERS * (H * (H + 2 * KV) + H * H + 3 * H * FFN + 2 * H) + H
+
+
+def scenario(name, **rl_changes):
+    doc = copy.deepcopy(BASE)
+    doc["name"] = name
+    doc["rl"].update(rl_changes)
+    return write(TMP, name + ".json", json.dumps(doc))
+
+
+@test
+def colocated_iteration_is_the_sum_of_its_phases():
+    r = run_json("run", scenario("colocated"))
+    b = r["breakdown_s"]
+    assert r["schema"] == "fmsim.rl/1" and r["placement"] == "colocated"
+    assert abs(r["iteration_s"] - (b["generation"] + b["forward"] + b["update"] + b["weight_sync"] + b["handover"])) < 1e-9 * r["iteration_s"]
+    assert 0 < b["generation_tail"] < b["generation"]
+    assert r["samples"] == 256 * 8 and r["roles"]["rollout"]["gpus"] == r["roles"]["trainer"]["gpus"] == 32
+    assert b["handover"] > 0 and r["handover_bytes_per_gpu"] > 0
+    assert abs(r["samples_per_s"] * r["iteration_s"] - r["samples"]) < 1e-6 * r["samples"]
+    assert abs(r["usd_per_iteration"] - r["usd_per_hour"] * r["iteration_s"] / 3600) < 1e-9 * r["usd_per_iteration"]
+
+
+@test
+def disaggregated_pools_alternate_or_overlap_as_the_staleness_says():
+    sync = run_json("run", scenario("sync", placement="disaggregated", staleness=0, offload=False,
+                                    rollout={"engine": "vllm", "tensor_parallel_size": 1, "precision": "bf16", "nodes": 2}))
+    b = sync["breakdown_s"]
+    assert sync["roles"]["rollout"]["gpus"] == 16 and sync["roles"]["trainer"]["gpus"] == 16 and b["handover"] == 0
+    assert abs(sync["iteration_s"] - (b["generation"] + b["weight_sync"] + b["forward"] + b["update"])) < 1e-9 * sync["iteration_s"]
+    lagged = run_json("run", scenario("lagged", placement="disaggregated", staleness=1, offload=False,
+                                      rollout={"engine": "vllm", "tensor_parallel_size": 1, "precision": "bf16", "nodes": 2}))
+    c = lagged["breakdown_s"]
+    assert abs(lagged["iteration_s"] - (max(c["generation"], c["forward"] + c["update"]) + c["weight_sync"])) < 1e-9 * lagged["iteration_s"]
+    assert lagged["iteration_s"] < sync["iteration_s"]
+    # The transfer crosses the network now; a BF16 copy either way.
+    assert lagged["weight_sync_bytes"] == sync["weight_sync_bytes"] == 2 * LLAMA_8B_PARAMETERS
+
+
+@test
+def the_rollout_is_the_serving_simulation_of_its_prompts():
+    r = run_json("run", scenario("rollout"))
+    serve = {"name": "rollout", "cluster": BASE["cluster"], "model": BASE["model"],
+             "serving": dict(BASE["rl"]["rollout"], replicas=32),
+             "workload": {"arrival": "offline", "requests": 2048, "input_tokens": BASE["rl"]["prompt_tokens"],
+                          "output_tokens": BASE["rl"]["response_tokens"], "seed": 1}}
+    served = run_json("serve", write(TMP, "rollout-serve.json", json.dumps(serve)))
+    assert abs(served["duration_s"] - r["breakdown_s"]["generation"]) < 1e-9 * served["duration_s"], (served["duration_s"], r["breakdown_s"])
+    assert abs(served["output_tokens_per_s"] - r["roles"]["rollout"]["output_tokens_per_s"]) < 1e-6 * served["output_tokens_per_s"]
+
+
+@test
+def the_update_is_the_training_step_of_the_packed_samples():
+    r = run_json("run", scenario("update"))
+    train = copy.deepcopy(BASE)
+    del train["rl"]
+    train["training"]["workload"] = "sft"
+    train["training"]["packing"] = {"mean_sequence_length": r["mean_prompt_tokens"] + r["mean_response_tokens"],
+                                    "packing_efficiency": 0.95}
+    train["parallelism"]["global_batch_size"] = r["packed_rows_per_step"]
+    step = run_json("run", write(TMP, "update-train.json", json.dumps(train)))
+    assert abs(step["step_time_s"] - r["update_step_s"]) < 1e-9 * step["step_time_s"]
+    assert r["update_steps"] == 4 and abs(r["breakdown_s"]["update"] - 4 * r["update_step_s"]) < 1e-9 * r["breakdown_s"]["update"]
+    # Every sample's tokens fit the optimizer steps' packed rows.
+    tokens = r["samples"] * (r["mean_prompt_tokens"] + r["mean_response_tokens"])
+    assert r["update_steps"] * r["packed_rows_per_step"] * r["seq_length"] * 0.95 >= tokens
+
+
+@test
+def ppo_scores_and_trains_more_than_grpo():
+    grpo = run_json("run", scenario("grpo"))
+    ppo = run_json("run", scenario("ppo", algorithm="ppo", group_size=8))
+    assert grpo["forward_passes"] == 2 and ppo["forward_passes"] == 3
+    assert ppo["update_steps"] == 2 * grpo["update_steps"]
+    assert ppo["iteration_s"] > grpo["iteration_s"]
+    # A bigger group generates more: more responses never take less time.
+    bigger = run_json("run", scenario("bigger", group_size=16))
+    assert bigger["breakdown_s"]["generation"] >= grpo["breakdown_s"]["generation"]
+
+
+@test
+def the_result_validates_against_its_schema():
+    try:
+        import jsonschema
+    except ImportError:
+        return
+    with open(os.path.join(os.path.dirname(CONFIGS), "docs", "schema", "rl.schema.json")) as f:
+        schema = json.load(f)
+    for doc in (run_json("run", scenario("schema")),
+                run_json("run", scenario("schema2", placement="disaggregated", staleness=1, offload=False,
+                                         rollout={"engine": "vllm", "tensor_parallel_size": 2, "nodes": 1}))):
+        errors = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+        assert not errors, errors[0].message[:300]
+
+
+@test
+def the_text_summary_names_every_phase():
+    proc = run("run", scenario("text"))
+    assert proc.returncode == 0, proc.stderr
+    for word in ("GRPO RL iteration", "generation", "forward", "update", "weight sync", "handover", "samples/s"):
+        assert word in proc.stdout, word
+
+
+@test
+def bad_rl_input_exits_2():
+    out = os.path.join(TMP, "bad.json")
+    cases = [
+        (scenario("zero_group", group_size=0), ["/rl/group_size", "0"]),
+        (scenario("stale_colocated", staleness=1), ["/rl/staleness", "disaggregated"]),
+        (scenario("too_many_rollout_nodes", placement="disaggregated", offload=False,
+                  rollout={"engine": "vllm", "tensor_parallel_size": 1, "nodes": 4}), ["/rl/rollout/nodes", "trainer"]),
+        (scenario("no_rollout_nodes", placement="disaggregated", offload=False,
+                  rollout={"engine": "vllm", "tensor_parallel_size": 1}), ["rollout", "nodes"]),
+        (scenario("bad_tp", rollout={"engine": "vllm", "tensor_parallel_size": 3}), ["tensor_parallel_size", "3"]),
+        (scenario("bad_length", response_tokens=-5), ["/rl/response_tokens"]),
+        (scenario("unknown_key", temperature=0.7), ["/rl", "temperature"]),
+    ]
+    for path, fragments in cases:
+        expect_bad_input(["run", path, "--json", out], fragments, out)
+    # A trainer layout that cannot hold the model: Llama-3.1-8B with TP1 and no sharding needs more HBM than the GPU has at this row length.
+    big = copy.deepcopy(BASE)
+    big["model"] = "llama3-70b"
+    big["parallelism"]["tensor_model_parallel_size"] = 1
+    big["parallelism"]["use_distributed_optimizer"] = False
+    expect_bad_input(["run", write(TMP, "oom.json", json.dumps(big)), "--json", out], ["does not fit"], out)
+    # Options of a training step that an RL iteration does not have.
+    expect_bad_input(["run", SCENARIO, "--timeline", os.path.join(TMP, "t.json"), "--json", out], ["--timeline", "RL"], out)
+    # Other subcommands name the workload they cannot take.
+    expect_bad_input(["trace", SCENARIO, "--out", out], ["/training/workload", "fmsim run"], out)
+
+
+if __name__ == "__main__":
+    run_tests()
