@@ -204,7 +204,13 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   // Forward passes: a prefill of every sample on the trainer's GPUs at its TP x PP, and the LM head over
   // every token.
   const std::string precision = train["training"].value("precision", std::string("bf16"));
-  const int forward_replicas = std::max(1, result.trainer_gpus / (result.trainer_tp * result.trainer_pp));
+  // Megatron's forward-only schedule streams micro-batches through the pipeline (its bubble is small over
+  // thousands of samples); the serving replica model runs its stages in turn, so the pass is priced at
+  // TP alone where the weights fit that way (under half of HBM), at the trainer's TP x PP otherwise.
+  const double parameters = workload::count_parameters(update.model).total;
+  const double weight_bytes_per_gpu = parameters * (precision == "fp8" ? 1.0 : precision == "fp4" ? 0.5625 : 2.0) / result.trainer_tp;
+  const int forward_pp = weight_bytes_per_gpu < 0.5 * update.cluster.gpu.hbm_bytes ? 1 : result.trainer_pp;
+  const int forward_replicas = std::max(1, result.trainer_gpus / (result.trainer_tp * forward_pp));
   const json forward_doc = {
       {"name", result.name + "-forward"},
       {"cluster", cluster_with(expanded, ultraserver, trainer_units)},
@@ -212,7 +218,7 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
       {"serving",
        {{"precision", precision == "fp8" || precision == "fp4" ? precision : std::string("bf16")},
         {"tensor_parallel_size", result.trainer_tp},
-        {"pipeline_parallel_size", result.trainer_pp},
+        {"pipeline_parallel_size", forward_pp},
         {"replicas", forward_replicas}}},
       {"workload",
        {{"arrival", "offline"},
@@ -231,29 +237,36 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   result.phases.forward_s = result.forward_pass_s * spec.forward_passes();
 
   // Weight transfer: each rollout GPU receives its shard (1 / (TP x PP) of a BF16 copy).
-  result.weight_bytes = weight_sync_bytes(workload::count_parameters(model).total);
+  result.weight_bytes = weight_sync_bytes(parameters);
   const double shard_bytes = result.weight_bytes / per_replica;
   const auto cluster = topology::build_cluster_graph(whole);
   const int gpus_per_node = whole.gpus_per_node;
   if (spec.placement == Placement::colocated) {
-    // Resharding in place: the shard is gathered from the trainer's model-parallel ranks (one full copy
-    // over TP x PP x CP GPUs of the trainer's first placement), then loaded into the engine.
-    if (model_parallel > 1) {
-      std::vector<int> group(trainer_gpus.begin(), trainer_gpus.begin() + std::min<std::size_t>(model_parallel, trainer_gpus.size()));
+    // Resharding in place: the shard is gathered from the trainer's ranks that hold one full copy
+    // between them (TP x PP x CP for the dense weights, and the expert-parallel group for the experts:
+    // TP x PP x CP x EP GPUs of the trainer's first placement), then loaded into the engine.
+    const int holders = std::min(result.trainer_gpus, model_parallel * std::max(1, int_in(par, "expert_model_parallel_size", 1)));
+    if (holders > 1) {
+      std::vector<int> group(trainer_gpus.begin(), trainer_gpus.begin() + std::min<std::size_t>(holders, trainer_gpus.size()));
       result.phases.weight_sync_s =
           collectives::collective_cost(collectives::make_layout(trainer_cluster, group), collectives::Op::all_gather, shard_bytes).time_s;
     }
   } else {
-    // The trainer (its first node) broadcasts shard k to GPU k of every rollout replica; the shards go
-    // at once, on different rails. The trainer's node takes part with as many GPUs as a rollout node
-    // (each holding the weights), as NCCL's communicators need the same rank count on every node.
+    // The trainer broadcasts shard k to GPU k of every rollout replica; the shards go at once, on
+    // different rails. The trainer's first NVLink domain takes part with as many GPUs as the rollout
+    // has in each of its domains (at the same local positions, each holding the weights), as NCCL's
+    // communicators need the same rank count in every domain.
     const int first_rollout_gpu = result.trainer_gpus;
-    const int members_per_node = per_replica < gpus_per_node ? gpus_per_node / per_replica : 1;
+    const int domain_gpus = gpus_per_node * whole.nvlink_domain_nodes;
     double slowest = 0;
     for (int k = 0; k < per_replica; ++k) {
+      std::vector<int> receivers;
+      for (int replica = 0; replica < rollout_replicas; ++replica) receivers.push_back(first_rollout_gpu + replica * per_replica + k);
       std::vector<int> group;
-      for (int j = 0; j < members_per_node; ++j) group.push_back((k + j * per_replica) % gpus_per_node);
-      for (int replica = 0; replica < rollout_replicas; ++replica) group.push_back(first_rollout_gpu + replica * per_replica + k);
+      for (int gpu : receivers) {
+        if ((gpu - first_rollout_gpu) < domain_gpus) group.push_back(gpu - first_rollout_gpu);  // the same offsets in the trainer's first domain
+      }
+      group.insert(group.end(), receivers.begin(), receivers.end());
       slowest = std::max(slowest, collectives::collective_cost(collectives::make_layout(cluster, group), collectives::Op::broadcast,
                                                                shard_bytes).time_s);
     }
