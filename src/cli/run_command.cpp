@@ -122,14 +122,22 @@ void check_mfu(const report::TrainingRun& run, const std::string& file) {
 
 /// training.workload "rl": one RL iteration (rl/rl_iteration.hpp) instead of one training step.
 int run_rl(const hardware::Catalog& catalog, const RunOptions& o) {
-  for (const auto& [option, value] : {std::pair<const char*, const std::string*>{"--timeline", &o.timeline_file},
-                                      {"--trace", &o.trace_file}, {"--prometheus", &o.prometheus_file}, {"--fidelity", &o.fidelity}}) {
-    if (!value->empty()) throw InputError(std::string(option) + ": not available for an RL scenario (training.workload \"rl\"); --json and --set are");
+  for (const auto& [option, value] : {std::pair<const char*, const std::string*>{"--trace", &o.trace_file}, {"--fidelity", &o.fidelity}}) {
+    if (!value->empty()) {
+      throw InputError(std::string(option) + ": not available for an RL scenario (training.workload \"rl\"); --json, --timeline, "
+                       "--prometheus and --set are");
+    }
   }
   config::JsonFile file = workload::load_scenario_document(o.scenario_file, o.sets, "training scenario");
   const auto result = rl::simulate_rl_iteration(file.root, file.path, std::filesystem::path(o.scenario_file).parent_path(), catalog, o.allow_oom);
-  if (o.json_file != "-") write_output("-", rl::to_text(result));
-  if (!o.json_file.empty()) write_output(o.json_file, rl::to_json(result).dump(2) + "\n");
+  const nlohmann::json doc = rl::to_json(result);
+  // Every output is rendered before the first is written, so a failure leaves none behind.
+  const std::string metrics = o.prometheus_file.empty() ? "" : report::prometheus_text(doc, o.prometheus_file);
+  const std::string timeline = o.timeline_file.empty() ? "" : rl::timeline_json(result).dump() + "\n";
+  if (o.json_file != "-" && o.prometheus_file != "-") write_output("-", rl::to_text(result));
+  if (!o.json_file.empty()) write_output(o.json_file, doc.dump(2) + "\n");
+  if (!timeline.empty()) write_output(o.timeline_file, timeline);
+  if (!metrics.empty()) write_output(o.prometheus_file, metrics);
   return 0;
 }
 

@@ -164,6 +164,22 @@ void checkpoint_series(Exposition& e, const detail::ResultReader& r) {
   e.add("fmsim_time_to_train_seconds", "Wall time of the whole run with failures and checkpoints.", r.number("/time_to_train_s"));
 }
 
+/// One RL iteration (fmsim.rl/1): its time, throughput, each phase and each role's utilisation.
+void rl_series(Exposition& e, const detail::ResultReader& r) {
+  e.add("fmsim_rl_iteration_seconds", "Wall time of one RL iteration.", r.number("/iteration_s"));
+  e.add("fmsim_rl_samples_per_second", "Responses generated, scored and trained on per second.", r.number("/samples_per_s"));
+  e.add("fmsim_rl_response_tokens_per_second", "Response tokens per second over the iteration.", r.number("/response_tokens_per_s"));
+  for (const char* phase : {"generation", "generation_tail", "forward", "update", "weight_sync", "handover"}) {
+    e.add("fmsim_rl_phase_seconds", "Time of each phase of one RL iteration.", r.number(std::string("/breakdown_s/") + phase), {{"phase", phase}});
+  }
+  for (const char* role : {"rollout", "trainer"}) {
+    e.add("fmsim_rl_role_utilization_ratio", "Share of the iteration each role's GPUs work.",
+          r.number(std::string("/roles/") + role + "/utilization"), {{"role", role}});
+    e.add("fmsim_rl_role_gpus", "GPUs of each role.", r.number(std::string("/roles/") + role + "/gpus"), {{"role", role}});
+  }
+  e.add("fmsim_rl_weight_sync_bytes", "Bytes of the policy copy moved into the rollout engine per iteration.", r.number("/weight_sync_bytes"));
+}
+
 }  // namespace
 
 std::string prometheus_text(const json& result, const std::string& file) {
@@ -175,6 +191,7 @@ std::string prometheus_text(const json& result, const std::string& file) {
   Exposition e({{"scenario", name}, {"simulated", "true"}});
   if (schema == "fmsim.run/1") run_series(e, r);
   else if (schema == "fmsim.serve/1") serve_series(e, r);
+  else if (schema == "fmsim.rl/1") rl_series(e, r);
   else checkpoint_series(e, r);
   return e.text();
 }

@@ -29,6 +29,37 @@ RlTiming compose_iteration(const RlPhases& p, Placement placement, int staleness
   return t;
 }
 
+std::vector<RlSpan> iteration_timeline(const RlPhases& p, Placement placement, int staleness) {
+  std::vector<RlSpan> spans;
+  auto add = [&spans](const char* role, const char* phase, double start, double length) {
+    if (length > 0) spans.push_back({role, phase, start, start + length});
+    return start + length;
+  };
+  double t = 0;
+  if (placement == Placement::colocated) {
+    t = add("trainer", "handover", t, p.handover_s / 2);  // trainer state out to host memory
+    t = add("rollout", "generation", t, p.generation_s);
+    t = add("trainer", "handover", t, p.handover_s / 2);  // and back
+    t = add("trainer", "forward", t, p.forward_s);
+    t = add("trainer", "update", t, p.update_s);
+    add("rollout", "weight_sync", t, p.weight_sync_s);
+    add("trainer", "weight_sync", t, p.weight_sync_s);
+  } else if (staleness == 0) {
+    t = add("rollout", "generation", t, p.generation_s);
+    add("rollout", "weight_sync", t, p.weight_sync_s);
+    t = add("trainer", "weight_sync", t, p.weight_sync_s);
+    t = add("trainer", "forward", t, p.forward_s);
+    add("trainer", "update", t, p.update_s);
+  } else {
+    add("rollout", "generation", 0, p.generation_s);
+    const double trained = add("trainer", "update", add("trainer", "forward", 0, p.forward_s), p.update_s);
+    t = std::max(p.generation_s, trained);
+    add("rollout", "weight_sync", t, p.weight_sync_s);
+    add("trainer", "weight_sync", t, p.weight_sync_s);
+  }
+  return spans;
+}
+
 // vLLM and SGLang load the policy in BF16 from the trainer (veRL, NeMo-RL and OpenRLHF gather and send
 // BF16 tensors; an FP8 rollout quantizes after loading).
 double weight_sync_bytes(double parameters) { return 2.0 * parameters; }
@@ -75,9 +106,30 @@ json to_json(const RlResult& r) {
               {"samples_per_s", r.samples_per_s()},
               {"response_tokens_per_s", r.response_tokens_per_s()},
               {"cluster", {{"gpu", r.gpu}, {"instance_type", r.instance_type}, {"nodes", r.nodes}, {"gpus", r.total_gpus}}}};
+  json timeline = json::array();
+  for (const auto& span : iteration_timeline(p, r.spec.placement, r.spec.staleness)) {
+    timeline.push_back({{"role", span.role}, {"phase", span.phase}, {"start_s", span.start_s}, {"end_s", span.end_s}});
+  }
+  doc["timeline"] = timeline;
   doc["usd_per_hour"] = r.usd_per_hour ? json(*r.usd_per_hour) : json(nullptr);
   doc["usd_per_iteration"] = r.usd_per_hour ? json(*r.usd_per_hour * t.iteration_s / 3600.0) : json(nullptr);
   return doc;
+}
+
+json timeline_json(const RlResult& r) {
+  json events = json::array();
+  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", r.name + " (one RL iteration)"}}}});
+  int tid = 0;
+  for (const char* role : {"rollout", "trainer"}) {
+    const int gpus = std::string(role) == "rollout" ? r.rollout_gpus : r.trainer_gpus;
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", tid++},
+                      {"args", {{"name", std::string(role) + " (" + std::to_string(gpus) + " GPUs)"}}}});
+  }
+  for (const auto& span : iteration_timeline(r.phases, r.spec.placement, r.spec.staleness)) {
+    events.push_back({{"ph", "X"}, {"name", span.phase}, {"cat", span.role}, {"pid", 0}, {"tid", span.role == "rollout" ? 0 : 1},
+                      {"ts", span.start_s * 1e6}, {"dur", (span.end_s - span.start_s) * 1e6}});
+  }
+  return json{{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }
 
 std::string to_text(const RlResult& r) {

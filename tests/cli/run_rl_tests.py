@@ -121,6 +121,36 @@ def the_text_summary_names_every_phase():
 
 
 @test
+def the_timeline_report_and_metrics_show_the_same_iteration():
+    result, timeline, html = (os.path.join(TMP, n) for n in ("tl.json", "tl-trace.json", "tl.html"))
+    for placement in ({}, {"placement": "disaggregated", "staleness": 1, "offload": False,
+                           "rollout": {"engine": "vllm", "tensor_parallel_size": 1, "nodes": 2}}):
+        proc = run("run", scenario("timeline", **placement), "--json", result, "--timeline", timeline)
+        assert proc.returncode == 0, proc.stderr
+        doc, trace = json.load(open(result)), json.load(open(timeline))
+        spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+        assert len(spans) == len(doc["timeline"]) > 0
+        end = max(s["end_s"] for s in doc["timeline"])
+        assert abs(end - doc["iteration_s"]) < 1e-9 * doc["iteration_s"], (end, doc["iteration_s"])
+        # Each phase's spans add up to its breakdown entry (colocated: the transfer shows on both lanes).
+        for phase in ("generation", "forward", "update", "handover"):
+            total = sum(s["end_s"] - s["start_s"] for s in doc["timeline"] if s["phase"] == phase)
+            assert abs(total - doc["breakdown_s"][phase]) < 1e-9 * max(1.0, total), phase
+        # A role never runs two phases at once.
+        for role in ("rollout", "trainer"):
+            lane = sorted((s["start_s"], s["end_s"]) for s in doc["timeline"] if s["role"] == role)
+            assert all(a[1] <= b[0] + 1e-9 for a, b in zip(lane, lane[1:])), lane
+        proc = run("report", result, "--html", html)
+        assert proc.returncode == 0, proc.stderr
+        page = open(html).read()
+        assert "One iteration in time" in page and "<svg" in page and doc["name"] in page
+        metrics = run("report", result, "--prometheus", "-")
+        assert metrics.returncode == 0, metrics.stderr
+        line = [l for l in metrics.stdout.splitlines() if l.startswith("fmsim_rl_iteration_seconds")][0]
+        assert abs(float(line.split()[-1]) - doc["iteration_s"]) < 1e-6 * doc["iteration_s"]
+
+
+@test
 def bad_rl_input_exits_2():
     out = os.path.join(TMP, "bad.json")
     cases = [
@@ -143,7 +173,7 @@ def bad_rl_input_exits_2():
     big["parallelism"]["use_distributed_optimizer"] = False
     expect_bad_input(["run", write(TMP, "oom.json", json.dumps(big)), "--json", out], ["does not fit"], out)
     # Options of a training step that an RL iteration does not have.
-    expect_bad_input(["run", SCENARIO, "--timeline", os.path.join(TMP, "t.json"), "--json", out], ["--timeline", "RL"], out)
+    expect_bad_input(["run", SCENARIO, "--fidelity", "full", "--json", out], ["--fidelity", "RL"], out)
     # Other subcommands name the workload they cannot take.
     expect_bad_input(["trace", SCENARIO, "--out", out], ["/training/workload", "fmsim run"], out)
 

@@ -35,6 +35,18 @@ struct RlTiming {
 /// max(generation, forward + update) + weight sync.
 RlTiming compose_iteration(const RlPhases& phases, Placement placement, int staleness);
 
+/// One phase on one role's GPUs within an iteration (seconds from its start), for time lines.
+struct RlSpan {
+  std::string role;   ///< "rollout" or "trainer" (colocated: the same GPUs, two lanes)
+  std::string phase;  ///< generation, forward, update, weight_sync, handover
+  double start_s = 0, end_s = 0;
+};
+
+/// The iteration's phases placed in time as compose_iteration adds them up (colocated: offload, rollout,
+/// reload, scoring, training, transfer; staleness >= 1: the rollout's generation beside the trainer's
+/// work, then the transfer on both).
+std::vector<RlSpan> iteration_timeline(const RlPhases& phases, Placement placement, int staleness);
+
 /// Bytes of one full copy of the policy's weights as the rollout engine loads them (BF16).
 double weight_sync_bytes(double parameters);
 
@@ -70,6 +82,8 @@ RlResult simulate_rl_iteration(const nlohmann::json& document, const std::string
                                const hardware::Catalog& catalog, bool allow_oom);
 
 nlohmann::json to_json(const RlResult& result);
+/// The iteration as Chrome trace events (Perfetto): one track per role.
+nlohmann::json timeline_json(const RlResult& result);
 std::string to_text(const RlResult& result);
 
 }  // namespace fmsim::rl
