@@ -10,7 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "fmsim/collectives/cost.hpp"
+#include "fmsim/collectives/benchmark.hpp"
 #include "fmsim/collectives/layout.hpp"
 #include "fmsim/common/error.hpp"
 #include "fmsim/compute/compute_model.hpp"
@@ -73,6 +73,15 @@ ServeRun run_offline(const json& document, const std::string& origin, const std:
   run.output_tokens_per_s = run.end_s > 0 ? output_tokens / run.end_s : 0.0;
   run.replicas = static_cast<int>(plan.replicas().size());
   return run;
+}
+
+/// A collective of `bytes` (nccl-tests size) over `gpus`, as `fmsim collective` times it: the algorithm
+/// NCCL's tuner would pick, its network part simulated as flows on the engine (fast mode).
+double collective_s(const topology::ClusterGraph& cluster, const std::vector<int>& gpus, collectives::Op op, double bytes) {
+  collectives::BenchmarkRequest request;
+  request.op = op;
+  request.sizes_bytes = {bytes};
+  return collectives::run_benchmark(collectives::make_layout(cluster, gpus), request).rows.at(0).time_s;
 }
 
 int int_in(const json& object, const char* key, int fallback) {
@@ -248,8 +257,7 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
     const int holders = std::min(result.trainer_gpus, model_parallel * std::max(1, int_in(par, "expert_model_parallel_size", 1)));
     if (holders > 1) {
       std::vector<int> group(trainer_gpus.begin(), trainer_gpus.begin() + std::min<std::size_t>(holders, trainer_gpus.size()));
-      result.phases.weight_sync_s =
-          collectives::collective_cost(collectives::make_layout(trainer_cluster, group), collectives::Op::all_gather, shard_bytes).time_s;
+      result.phases.weight_sync_s = collective_s(trainer_cluster, group, collectives::Op::all_gather, shard_bytes);
     }
   } else {
     // The trainer broadcasts shard k to GPU k of every rollout replica; the shards go at once, on
@@ -267,8 +275,7 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
         if ((gpu - first_rollout_gpu) < domain_gpus) group.push_back(gpu - first_rollout_gpu);  // the same offsets in the trainer's first domain
       }
       group.insert(group.end(), receivers.begin(), receivers.end());
-      slowest = std::max(slowest, collectives::collective_cost(collectives::make_layout(cluster, group), collectives::Op::broadcast,
-                                                               shard_bytes).time_s);
+      slowest = std::max(slowest, collective_s(cluster, group, collectives::Op::broadcast, shard_bytes));
     }
     result.phases.weight_sync_s = slowest;
   }

@@ -86,6 +86,24 @@ def the_update_is_the_training_step_of_the_packed_samples():
 
 
 @test
+def the_weight_transfer_is_the_collective_fmsim_collective_times():
+    # Colocated, TP1 rollout from a TP2 trainer: each GPU gathers a full BF16 copy from its TP pair.
+    r = run_json("run", scenario("sync-colocated"))
+    size = str(int(r["weight_sync_bytes"]) // 8 * 8)
+    topo = BASE["cluster"]["base"]
+    coll = run_json("collective", topo, "--op", "all_gather", "--gpus", "2", "-b", size, "-e", size)
+    assert abs(coll["rows"][0]["time_s"] - r["breakdown_s"]["weight_sync"]) < 1e-3 * coll["rows"][0]["time_s"], (coll["rows"][0], r["breakdown_s"])
+    # Disaggregated over EFA is slower than the NVLink gather of the same bytes, and more rollout replicas
+    # never make the broadcast faster.
+    two = run_json("run", scenario("sync-two", placement="disaggregated", offload=False,
+                                   rollout={"engine": "vllm", "tensor_parallel_size": 1, "nodes": 1}))
+    three = run_json("run", scenario("sync-three", placement="disaggregated", offload=False,
+                                     rollout={"engine": "vllm", "tensor_parallel_size": 1, "nodes": 3}))
+    assert two["breakdown_s"]["weight_sync"] > r["breakdown_s"]["weight_sync"]
+    assert three["breakdown_s"]["weight_sync"] >= two["breakdown_s"]["weight_sync"]
+
+
+@test
 def ppo_scores_and_trains_more_than_grpo():
     grpo = run_json("run", scenario("grpo"))
     ppo = run_json("run", scenario("ppo", algorithm="ppo", group_size=8))
