@@ -144,13 +144,17 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   }
   json serving = spec.rollout;
   serving["replicas"] = rollout_replicas;
+  // With a lag of k >= 1 iterations the rollout never drains: the engine keeps generating the next
+  // iterations' prompts while the last responses of one finish (async GRPO's replay buffer), so an
+  // iteration costs its share of k + 1 iterations generated back to back, one long tail among them.
+  const int iterations_in_flight = spec.placement == Placement::disaggregated && spec.staleness > 0 ? spec.staleness + 1 : 1;
   const json rollout_doc = {{"name", result.name + "-rollout"},
                             {"cluster", cluster_with(expanded, ultraserver, rollout_units)},
                             {"model", document["model"]},
                             {"serving", serving},
                             {"workload",
                              {{"arrival", "offline"},
-                              {"requests", spec.samples()},
+                              {"requests", spec.samples() * iterations_in_flight},
                               {"input_tokens", spec.prompt_tokens},
                               {"output_tokens", spec.response_tokens},
                               {"seed", spec.seed}}}};
@@ -159,8 +163,8 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
                                                               "rl.response_tokens are its workload's input_tokens and output_tokens)",
                                        base_dir, catalog);
   result.rollout_replicas = rollout.replicas;
-  result.phases.generation_s = rollout.end_s;
-  result.phases.generation_tail_s = rollout.tail_s;
+  result.phases.generation_s = rollout.end_s / iterations_in_flight;
+  result.phases.generation_tail_s = rollout.tail_s / iterations_in_flight;
   result.generation_output_tokens_per_s = rollout.output_tokens_per_s;
   result.mean_prompt_tokens = rollout.mean_input;
   result.mean_response_tokens = rollout.mean_output;

@@ -52,6 +52,15 @@ def disaggregated_pools_alternate_or_overlap_as_the_staleness_says():
     c = lagged["breakdown_s"]
     assert abs(lagged["iteration_s"] - (max(c["generation"], c["forward"] + c["update"]) + c["weight_sync"])) < 1e-9 * lagged["iteration_s"]
     assert lagged["iteration_s"] < sync["iteration_s"]
+    # With a lag the rollout never drains: an iteration is half of two iterations' prompts generated back
+    # to back (one long tail between them), never more than one iteration generated alone.
+    assert c["generation"] <= b["generation"] and c["generation_tail"] < b["generation_tail"]
+    serve = {"name": "rollout2", "cluster": dict(BASE["cluster"], nodes=2), "model": BASE["model"],
+             "serving": {"engine": "vllm", "tensor_parallel_size": 1, "precision": "bf16", "replicas": 16},
+             "workload": {"arrival": "offline", "requests": 2 * 2048, "input_tokens": BASE["rl"]["prompt_tokens"],
+                          "output_tokens": BASE["rl"]["response_tokens"], "seed": 1}}
+    served = run_json("serve", write(TMP, "rollout2-serve.json", json.dumps(serve)))
+    assert abs(served["duration_s"] / 2 - c["generation"]) < 1e-9 * served["duration_s"], (served["duration_s"], c)
     # The transfer crosses the network now; a BF16 copy either way.
     assert lagged["weight_sync_bytes"] == sync["weight_sync_bytes"] == 2 * LLAMA_8B_PARAMETERS
 

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Predicted vs published RL step times: NeMo RL's GRPO performance table (DGX-H100, Megatron training,
+vLLM generation), held out (benchmarks/calibration/published_nemo_rl.json: rows, sources, the assumptions
+on prompt and response lengths the table does not state, and the rows fmsim cannot express with the reason).
+Each row becomes an RL scenario (training.workload "rl") as the row's recipe runs it: colocated on-policy
+(vLLM at gpu_memory_utilization 0.6, the optimizer offloaded), or a dedicated generation pool for the
+k-step off-policy rows (async GRPO, staleness k, gpu_memory_utilization 0.8); the trainer's layout, packed
+rows of max_total_sequence_length, T-GBS mini-batches of G-GBS samples, the old-policy and the KL reference
+log-probs. Usage: validate_rl.py [--fmsim FMSIM] [--markdown FILE] [--json FILE]"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PUBLISHED = os.path.join(ROOT, "benchmarks", "calibration", "published_nemo_rl.json")
+CLUSTERS = {"H100": os.path.join(ROOT, "topologies", "dgx-h100-8node-ib.json")}
+# Qwen/Qwen3-32B config.json (no preset in configs/models).
+QWEN3_32B = {"_name_or_path": "Qwen/Qwen3-32B", "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 5120,
+             "intermediate_size": 25600, "num_hidden_layers": 64, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128,
+             "vocab_size": 151936, "hidden_act": "silu", "tie_word_embeddings": False}
+PROMPT_MEAN, PROMPT_SIGMA, PROMPT_MAX = 150, 0.5, 1024
+RESPONSE_SIGMA = 0.6
+
+
+def phi(x):
+    return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+
+
+def capped_mean(m, sigma, cap):
+    """E[min(X, cap)] of a lognormal X with mean m (as fmsim caps its draws)."""
+    mu = math.log(m) - sigma * sigma / 2
+    return m * phi((math.log(cap) - mu - sigma * sigma) / sigma) + cap * (1 - phi((math.log(cap) - mu) / sigma))
+
+
+def mean_for_capped(target, sigma, cap):
+    lo, hi = 1.0, 50.0 * target
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if capped_mean(mid, sigma, cap) < target else (lo, mid)
+    return round(lo)
+
+
+def scenario(row):
+    t = row["train"]
+    prompt_avg = capped_mean(PROMPT_MEAN, PROMPT_SIGMA, PROMPT_MAX)
+    response_cap = row["max_seq"] - PROMPT_MEAN
+    response_mean = mean_for_capped(row["avg_seq"] - prompt_avg, RESPONSE_SIGMA, response_cap)
+    nodes = row["gpus"] // 8
+    off = row["policy"] != "on"
+    rollout = {"engine": "vllm", "tensor_parallel_size": row["gen_tp"], "precision": "bf16", "gpu_memory_utilization": row["gen_mem"]}
+    if off:
+        rollout["nodes"] = row["gen_nodes"]
+    rl = {"algorithm": "grpo", "prompts_per_iteration": row["prompts"], "group_size": row["generations"],
+          "prompt_tokens": {"distribution": "lognormal", "mean": PROMPT_MEAN, "sigma": PROMPT_SIGMA, "max": PROMPT_MAX},
+          "response_tokens": {"distribution": "lognormal", "mean": response_mean, "sigma": RESPONSE_SIGMA, "max": response_cap},
+          "mini_batches": row["prompts"] * row["generations"] // row["train_gbs"], "reference_model": True,
+          "placement": "disaggregated" if off else "colocated", "rollout": rollout}
+    if off:
+        rl["staleness"] = int(row["policy"].split("-")[0])
+        rl["offload"] = False
+    return {"name": row["id"], "cluster": {"base": CLUSTERS[row["gpu"]], "nodes": nodes},
+            "model": QWEN3_32B if row["model"] == "qwen3-32b" else row["model"],
+            "parallelism": {"tensor_model_parallel_size": t["tp"], "pipeline_model_parallel_size": t["pp"],
+                            "expert_model_parallel_size": t["ep"], "sequence_parallel": t["sp"], "micro_batch_size": 1,
+                            "global_batch_size": 8, "use_distributed_optimizer": True},
+            "training": {"workload": "rl", "seq_length": row["max_seq"], "precision": "bf16",
+                         "recompute_granularity": "full" if t["recompute"] else "none",
+                         "overlap_grad_reduce": True, "overlap_param_gather": True},
+            "rl": rl}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--fmsim", default=os.path.join(ROOT, "build", "fmsim"))
+    p.add_argument("--markdown")
+    p.add_argument("--json")
+    args = p.parse_args()
+    published = json.load(open(PUBLISHED))
+    tmp = tempfile.mkdtemp(prefix="fmsim-validate-rl-")
+    results = []
+    for row in published["rows"]:
+        path = os.path.join(tmp, row["id"] + ".json")
+        json.dump(scenario(row), open(path, "w"), indent=1)
+        proc = subprocess.run([args.fmsim, "-q", "run", path, "--json", "-"], capture_output=True, text=True)
+        if proc.returncode != 0:
+            results.append({"id": row["id"], "error": proc.stderr.strip()})
+            continue
+        doc = json.loads(proc.stdout)
+        b = doc["breakdown_s"]
+        results.append({"id": row["id"], "model": row["model"], "gpus": row["gpus"], "policy": row["policy"], "measured_s": row["step_s"],
+                        "fmsim_s": doc["iteration_s"], "error": doc["iteration_s"] / row["step_s"] - 1,
+                        "generation_s": b["generation"], "forward_s": b["forward"], "update_s": b["update"],
+                        "weight_sync_s": b["weight_sync"], "handover_s": b["handover"],
+                        "mean_sequence_tokens": doc["mean_prompt_tokens"] + doc["mean_response_tokens"], "published_avg_seq": row["avg_seq"]})
+    ok = [r for r in results if isinstance(r.get("error"), float)]
+    lines = ["| row | model | GPUs | policy | measured step | fmsim | error | fmsim generation / forward / update |",
+             "|---|---|---:|---|---:|---:|---:|---|"]
+    for r in results:
+        if not isinstance(r.get("error"), float):
+            lines.append(f"| {r['id']} | | | | | failed: {r['error'][:200]} | | |")
+            continue
+        lines.append(f"| {r['id']} | {r['model']} | {r['gpus']} | {r['policy']} | {r['measured_s']:.1f} s | {r['fmsim_s']:.1f} s | "
+                     f"{100 * r['error']:+.1f} % | {r['generation_s']:.0f} / {r['forward_s']:.0f} / {r['update_s']:.0f} s |")
+    if ok:
+        mae = sum(abs(r["error"]) for r in ok) / len(ok)
+        signed = sum(r["error"] for r in ok) / len(ok)
+        lines.append("")
+        lines.append(f"{len(ok)} rows: mean absolute error {100 * mae:.1f} %, signed mean {100 * signed:+.1f} % (target: within 15 %).")
+    lines.append("")
+    lines.append("| not expressible | reason |")
+    lines.append("|---|---|")
+    for n in published["not_expressible"]:
+        lines.append(f"| {n['rows']} | {n['reason']} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.markdown:
+        open(args.markdown, "w").write(text)
+    if args.json:
+        json.dump({"rows": results, "not_expressible": published["not_expressible"]}, open(args.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
