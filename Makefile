@@ -48,6 +48,7 @@ validate: deps
 	  --markdown $(VALIDATION_DIR)/serving.md --json $(VALIDATION_DIR)/serving.json >/dev/null
 	$(VALIDATE)/validate_training.py --fmsim $(BUILD_DIR)/fmsim --measurements $(MEASUREMENTS) \
 	  --markdown $(VALIDATION_DIR)/training.md --json $(VALIDATION_DIR)/training.json >/dev/null
+	$(VALIDATE)/validate_rl.py --fmsim $(BUILD_DIR)/fmsim --markdown $(VALIDATION_DIR)/rl.md --json $(VALIDATION_DIR)/rl.json >/dev/null
 	$(VALIDATE)/error_bands.py --training $(VALIDATION_DIR)/training.json --serving $(VALIDATION_DIR)/serving.json \
 	  --collectives $(VALIDATION_DIR)/collectives.json --measurements $(MEASUREMENTS) --out $(BANDS) \
 	  --markdown $(VALIDATION_DIR)/error_bands.md
@@ -55,7 +56,8 @@ validate: deps
 	  echo "## Error bands"; echo; cat $(VALIDATION_DIR)/error_bands.md; echo; \
 	  echo "## Collectives"; echo; cat $(VALIDATION_DIR)/collectives.md; echo; \
 	  echo "## Training throughput"; echo; cat $(VALIDATION_DIR)/training.md; echo; \
-	  echo "## Serving"; echo; cat $(VALIDATION_DIR)/serving.md; } > $(VALIDATION_DIR)/validation.md
+	  echo "## Serving"; echo; cat $(VALIDATION_DIR)/serving.md; echo; \
+	  echo "## RL post-training (held out: NeMo RL's published step times)"; echo; cat $(VALIDATION_DIR)/rl.md; } > $(VALIDATION_DIR)/validation.md
 	@echo "$(VALIDATION_DIR)/validation.md, $(BANDS)"
 
 format:
