@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   fmsim::cli::register_sweep(app, globals, action);
   fmsim::cli::register_search(app, globals, action);
   fmsim::cli::register_report(app, globals, action);
+  fmsim::cli::register_cluster(app, globals, action);
 
   try {
     app.parse(argc, argv);

@@ -37,5 +37,6 @@ void register_check(CLI::App& app, const GlobalOptions& globals, Action& action)
 void register_sweep(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_search(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_report(CLI::App& app, const GlobalOptions& globals, Action& action);
+void register_cluster(CLI::App& app, const GlobalOptions& globals, Action& action);
 
 }  // namespace fmsim::cli

@@ -1,0 +1,29 @@
+#pragma once
+// What `fmsim cluster` reports: queueing delay and job completion time distributions, utilisation over
+// time, idle capacity while jobs wait, placement spread, failures; as text, JSON (fmsim.cluster/1) and a
+// Chrome trace time line with a track per node.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fmsim/cluster/cluster_sim.hpp"
+
+namespace fmsim::cluster {
+
+struct ClusterRun {
+  std::string cluster_name, trace_file, gpu, instance_type;
+  ClusterShape shape;
+  SimOptions options;
+  std::vector<JobSpec> jobs;
+  ClusterResult result;
+  double usd_per_node_hour = 0;  ///< 0: no price
+  double wall_s = 0;
+};
+
+nlohmann::json to_json(const ClusterRun& run);
+std::string to_text(const ClusterRun& run);
+/// Every job run as a span on each of its nodes' tracks (Perfetto); interrupted runs end in "failed".
+nlohmann::json timeline_json(const ClusterRun& run);
+
+}  // namespace fmsim::cluster

@@ -1,0 +1,78 @@
+#pragma once
+// A shared cluster over days (`fmsim cluster`): jobs arrive, a scheduler policy admits and places them
+// on whole nodes, they run, nodes fail and come back, interrupted jobs requeue and resume from their last
+// checkpoint. A discrete-event simulation in plain C++ (no network: a job's run time is its trace's).
+// docs/model.md, "Shared cluster".
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fmsim/cluster/job_trace.hpp"
+
+namespace fmsim::cluster {
+
+/// fifo: strict arrival order (the first job that does not fit blocks the rest). backfill: Slurm's
+/// sched/backfill in its EASY form (the first job that does not fit gets a reservation at the earliest time
+/// enough nodes free up; later jobs start now if they fit and do not delay it). priority: higher priority
+/// first (then arrival), with the same backfill.
+enum class Policy { fifo, backfill, priority };
+/// topology: Slurm's topology/tree and topology/block (the fewest leaf switches, or NVLink domains on
+/// UltraServer clusters: best fit into one, else the emptiest first). spread: the Kubernetes default
+/// scheduler's least-allocated scoring, which spreads a gang's pods over the emptiest switches.
+enum class Placement { topology, spread };
+
+struct ClusterShape {
+  int nodes = 1;
+  int gpus_per_node = 8;
+  int nodes_per_leaf = 16;   ///< leaf switch (rail group) size
+  int nodes_per_domain = 1;  ///< NVLink domain (18 instances of a GB200 NVL72; 1 for 8-GPU instances)
+  int group_nodes() const { return nodes_per_domain > 1 ? nodes_per_domain : nodes_per_leaf; }
+};
+
+struct FailureModel {
+  double node_failures_per_node_hour = 0;  ///< 0: no failures
+  double repair_s = 4 * 3600.0;            ///< a failed node is back after this
+  double restart_s = 600.0;                ///< an interrupted job's restart cost when it runs again
+  std::uint64_t seed = 1;
+};
+
+struct SimOptions {
+  Policy policy = Policy::backfill;
+  Placement placement = Placement::topology;
+  FailureModel failures;
+};
+
+struct JobRun {
+  double start_s = 0, end_s = 0;
+  std::vector<int> nodes;
+  bool interrupted = false;
+};
+
+struct JobOutcome {
+  double first_start_s = -1, end_s = -1;
+  int restarts = 0;
+  int groups_spanned = 0;    ///< leaf switches (or NVLink domains) of its first placement
+  int min_groups = 0;        ///< the fewest it could have spanned
+  double lost_s = 0;         ///< run time lost to failures: work since the last checkpoint and restarts
+  std::vector<JobRun> runs;
+};
+
+struct ClusterResult {
+  std::vector<JobOutcome> jobs;     ///< in trace order (after sorting by submit time)
+  double makespan_s = 0;            ///< first submit to last completion
+  double busy_node_s = 0;           ///< node-seconds held by jobs (lost work included)
+  double lost_node_s = 0;           ///< of which lost to failures
+  double down_node_s = 0;           ///< node-seconds in repair
+  double idle_while_waiting_node_s = 0;  ///< free nodes while some job waited (fragmentation and blocking)
+  std::vector<std::pair<double, int>> busy_nodes;  ///< (time, nodes busy) at every change
+  int node_failures = 0;
+  long long events = 0;
+};
+
+/// Simulates the trace to its end. Deterministic for a seed.
+ClusterResult simulate_cluster(const ClusterShape& shape, const std::vector<JobSpec>& jobs, const SimOptions& options);
+
+std::string to_string(Policy policy);
+std::string to_string(Placement placement);
+
+}  // namespace fmsim::cluster

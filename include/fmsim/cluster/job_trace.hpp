@@ -1,0 +1,27 @@
+#pragma once
+// A shared cluster's job trace (`fmsim cluster CLUSTER.json JOBS.jsonl`): one JSON object per line, each
+// a job that asks for whole nodes for a while. docs/formats.md, "Job traces".
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace fmsim::cluster {
+
+struct JobSpec {
+  std::string id;
+  double submit_s = 0;
+  int nodes = 1;
+  double duration_s = 0;          ///< run time on its nodes without failures
+  double time_limit_s = 0;        ///< what the scheduler plans with (backfill); the duration unless given
+  int priority = 0;               ///< higher first under the priority policy
+  std::string queue = "default";  ///< tenant or partition (reported per queue)
+  double checkpoint_interval_s = 0;  ///< work since the last checkpoint is lost on a failure; 0 = none kept
+};
+
+/// Reads a JSON Lines job trace: keys `id`, `submit` (time, e.g. "90m" or seconds), `nodes` or `gpus` (a
+/// multiple of `gpus_per_node`), `duration` (time), `time_limit`, `priority`, `queue`,
+/// `checkpoint_interval`. Blank lines and lines starting with # are skipped. A bad line refuses the whole
+/// trace (InputError naming the file, the line and the key); jobs come back ordered by submit time.
+std::vector<JobSpec> read_job_trace(const std::filesystem::path& path, int gpus_per_node, int cluster_nodes);
+
+}  // namespace fmsim::cluster

@@ -1,0 +1,178 @@
+// `fmsim cluster` results (cluster_report.hpp).
+#include "fmsim/cluster/cluster_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "fmsim/units/format.hpp"
+
+namespace fmsim::cluster {
+
+using nlohmann::json;
+
+namespace {
+
+/// numpy-style linear interpolation between closest ranks.
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double rank = p / 100.0 * (values.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(rank));
+  const auto hi = std::min(values.size() - 1, lo + 1);
+  return values[lo] + (rank - lo) * (values[hi] - values[lo]);
+}
+
+json distribution(const std::vector<double>& values) {
+  double mean = 0;
+  for (double v : values) mean += v;
+  mean = values.empty() ? 0 : mean / values.size();
+  return {{"mean", mean}, {"p50", percentile(values, 50)}, {"p90", percentile(values, 90)}, {"p99", percentile(values, 99)},
+          {"max", values.empty() ? 0.0 : *std::max_element(values.begin(), values.end())}};
+}
+
+/// "45 s", "12.5 min", "3.2 h", "4.1 days": durations at the scale of a cluster's queue.
+std::string duration(double s) {
+  char text[32];
+  if (s < 60) std::snprintf(text, sizeof text, "%.0f s", s);
+  else if (s < 3600) std::snprintf(text, sizeof text, "%.1f min", s / 60);
+  else if (s < 3 * 86400) std::snprintf(text, sizeof text, "%.1f h", s / 3600);
+  else std::snprintf(text, sizeof text, "%.1f days", s / 86400);
+  return text;
+}
+
+struct Totals {
+  std::vector<double> waits, jcts;
+  double utilization = 0, idle_waiting = 0, lost = 0;
+  int spread_more_than_needed = 0, restarts = 0;
+};
+
+Totals totals(const ClusterRun& run) {
+  Totals t;
+  const auto& r = run.result;
+  for (const auto& j : r.jobs) {
+    t.restarts += j.restarts;
+    if (j.end_s < 0) continue;
+    if (j.groups_spanned > j.min_groups) ++t.spread_more_than_needed;
+  }
+  for (std::size_t i = 0; i < r.jobs.size(); ++i) {
+    if (r.jobs[i].end_s < 0) continue;
+    t.waits.push_back(r.jobs[i].first_start_s - run.jobs[i].submit_s);
+    t.jcts.push_back(r.jobs[i].end_s - run.jobs[i].submit_s);
+  }
+  const double capacity = static_cast<double>(run.shape.nodes) * r.makespan_s;
+  t.utilization = capacity > 0 ? r.busy_node_s / capacity : 0;
+  t.idle_waiting = capacity > 0 ? r.idle_while_waiting_node_s / capacity : 0;
+  t.lost = capacity > 0 ? r.lost_node_s / capacity : 0;
+  return t;
+}
+
+}  // namespace
+
+json to_json(const ClusterRun& run) {
+  const auto& r = run.result;
+  const Totals t = totals(run);
+  const double gpn = run.shape.gpus_per_node;
+  json jobs = json::array();
+  std::map<std::string, std::vector<double>> waits_by_queue;
+  for (std::size_t i = 0; i < r.jobs.size(); ++i) {
+    const auto& o = r.jobs[i];
+    const auto& s = run.jobs[i];
+    jobs.push_back({{"id", s.id}, {"queue", s.queue}, {"nodes", s.nodes}, {"gpus", s.nodes * run.shape.gpus_per_node},
+                    {"submit_s", s.submit_s}, {"start_s", o.first_start_s}, {"end_s", o.end_s},
+                    {"wait_s", o.first_start_s - s.submit_s}, {"completion_s", o.end_s - s.submit_s},
+                    {"restarts", o.restarts}, {"lost_s", o.lost_s}, {"switches_spanned", o.groups_spanned},
+                    {"switches_needed", o.min_groups}});
+    waits_by_queue[s.queue].push_back(o.first_start_s - s.submit_s);
+  }
+  json queues = json::object();
+  for (const auto& [queue, waits] : waits_by_queue) queues[queue] = {{"jobs", waits.size()}, {"wait_s", distribution(waits)}};
+  // The busy-node series, thinned to at most 500 points (the last value of each slice).
+  json series = json::array();
+  const std::size_t stride = std::max<std::size_t>(1, r.busy_nodes.size() / 500);
+  for (std::size_t i = 0; i < r.busy_nodes.size(); i += stride) series.push_back({r.busy_nodes[i].first, r.busy_nodes[i].second * gpn});
+  if (!r.busy_nodes.empty() && (r.busy_nodes.size() - 1) % stride != 0) series.push_back({r.busy_nodes.back().first, r.busy_nodes.back().second * gpn});
+  json doc = {{"schema", "fmsim.cluster/1"},
+              {"cluster", {{"name", run.cluster_name}, {"nodes", run.shape.nodes}, {"gpus", run.shape.nodes * run.shape.gpus_per_node},
+                           {"gpu", run.gpu}, {"instance_type", run.instance_type}, {"nodes_per_switch_group", run.shape.group_nodes()},
+                           {"switch_group", run.shape.nodes_per_domain > 1 ? "nvlink_domain" : "leaf"}}},
+              {"trace", run.trace_file},
+              {"policy", to_string(run.options.policy)},
+              {"placement", to_string(run.options.placement)},
+              {"failures", {{"node_failures_per_node_hour", run.options.failures.node_failures_per_node_hour},
+                            {"repair_s", run.options.failures.repair_s}, {"restart_s", run.options.failures.restart_s},
+                            {"seed", run.options.failures.seed}, {"node_failures", r.node_failures}}},
+              {"jobs", run.jobs.size()},
+              {"completed", t.jcts.size()},
+              {"makespan_s", r.makespan_s},
+              {"wait_s", distribution(t.waits)},
+              {"completion_s", distribution(t.jcts)},
+              {"utilization", t.utilization},
+              {"idle_while_waiting", t.idle_waiting},
+              {"lost_to_failures", t.lost},
+              {"gpu_hours", {{"busy", r.busy_node_s * gpn / 3600}, {"lost", r.lost_node_s * gpn / 3600}, {"down", r.down_node_s * gpn / 3600},
+                             {"capacity", run.shape.nodes * gpn * r.makespan_s / 3600}}},
+              {"restarts", t.restarts},
+              {"jobs_spread_beyond_needed", t.spread_more_than_needed},
+              {"queues", queues},
+              {"busy_gpus_over_time", series},
+              {"per_job", jobs},
+              {"simulation", {{"events", r.events}, {"wall_s", run.wall_s}}}};
+  doc["usd"] = run.usd_per_node_hour > 0 ? json(run.usd_per_node_hour * run.shape.nodes * r.makespan_s / 3600) : json(nullptr);
+  return doc;
+}
+
+std::string to_text(const ClusterRun& run) {
+  const auto& r = run.result;
+  const Totals t = totals(run);
+  std::string out;
+  char line[400];
+  std::snprintf(line, sizeof line, "%s: %zu jobs on %d x %s (%d %s), %s scheduling, %s placement\n", run.trace_file.c_str(), run.jobs.size(),
+                run.shape.nodes, run.instance_type.c_str(), run.shape.nodes * run.shape.gpus_per_node, run.gpu.c_str(),
+                to_string(run.options.policy).c_str(), to_string(run.options.placement).c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "  makespan %s; %zu completed; GPU utilization %.1f %%; idle while jobs waited %.1f %%\n",
+                duration(r.makespan_s).c_str(), t.jcts.size(), 100 * t.utilization, 100 * t.idle_waiting);
+  out += line;
+  std::snprintf(line, sizeof line, "  queueing delay: mean %s, p50 %s, p90 %s, p99 %s\n", duration(distribution(t.waits)["mean"]).c_str(),
+                duration(percentile(t.waits, 50)).c_str(), duration(percentile(t.waits, 90)).c_str(),
+                duration(percentile(t.waits, 99)).c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "  job completion time: mean %s, p50 %s, p90 %s, p99 %s\n",
+                duration(distribution(t.jcts)["mean"]).c_str(), duration(percentile(t.jcts, 50)).c_str(),
+                duration(percentile(t.jcts, 90)).c_str(), duration(percentile(t.jcts, 99)).c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "  placement: %d of %zu jobs span more %s than they need\n", t.spread_more_than_needed, t.jcts.size(),
+                run.shape.nodes_per_domain > 1 ? "NVLink domains" : "leaf switches");
+  out += line;
+  if (run.options.failures.node_failures_per_node_hour > 0) {
+    std::snprintf(line, sizeof line, "  failures: %d node failures, %d job restarts, %.0f GPU-hours lost (%.2f %% of capacity)\n",
+                  r.node_failures, t.restarts, r.lost_node_s * run.shape.gpus_per_node / 3600, 100 * t.lost);
+    out += line;
+  }
+  if (run.usd_per_node_hour > 0) {
+    out += "  cost " + units::format_usd(run.usd_per_node_hour * run.shape.nodes * r.makespan_s / 3600) + " for the makespan\n";
+  }
+  return out;
+}
+
+json timeline_json(const ClusterRun& run) {
+  json events = json::array();
+  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", run.cluster_name}}}});
+  for (int n = 0; n < run.shape.nodes; ++n) {
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", n},
+                      {"args", {{"name", "node " + std::to_string(n) + " (switch group " + std::to_string(n / run.shape.group_nodes()) + ")"}}}});
+  }
+  for (std::size_t j = 0; j < run.result.jobs.size(); ++j) {
+    for (const auto& r : run.result.jobs[j].runs) {
+      for (int n : r.nodes) {
+        events.push_back({{"ph", "X"}, {"name", run.jobs[j].id + (r.interrupted ? " (failed)" : "")}, {"cat", run.jobs[j].queue},
+                          {"pid", 0}, {"tid", n}, {"ts", r.start_s * 1e6}, {"dur", (r.end_s - r.start_s) * 1e6}});
+      }
+    }
+  }
+  return json{{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace fmsim::cluster
