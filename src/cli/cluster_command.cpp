@@ -30,8 +30,8 @@ double time_option(const std::string& flag, const std::string& text) {
   double s = 0;
   try {
     s = units::parse(text, units::Dimension::time);
-  } catch (const InputError& error) {
-    throw InputError(flag + " '" + text + "': " + error.what());
+  } catch (const std::exception& error) {  // units::parse throws std::invalid_argument for malformed text
+    throw InputError(flag + " '" + text + "': expected " + units::describe(units::Dimension::time) + " (" + error.what() + ")");
   }
   if (!std::isfinite(s) || s < 0 || s > 3.2e9) throw InputError(flag + " '" + text + "': expected a time from 0 to 100 years, like 4h or 10min");
   return s;

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""`fmsim cluster CLUSTER.json JOBS.jsonl`: the shipped trace runs under every policy and placement, backfill
+never waits longer than FIFO on it, GPU-hours are conserved, the result validates against its schema, the
+time line holds every run, the same seed gives the same result, and bad traces or options exit 2 naming the
+line and key with no output file. Usage: run_cluster_tests.py FMSIM SOURCE_DIR"""
+import json
+import os
+import tempfile
+
+from cli_support import CONFIGS, TOPO, expect_bad_input, run, run_json, run_tests, test, write
+
+TMP = tempfile.mkdtemp(prefix="fmsim-cluster-tests-")
+CLUSTER = os.path.join(TOPO, "p5-16node.json")
+TRACE = os.path.join(CONFIGS, "cluster", "p5-16node-week.jsonl")
+
+
+@test
+def every_policy_and_placement_runs_the_shipped_trace():
+    waits = {}
+    for policy in ("fifo", "backfill", "priority"):
+        for placement in ("topology", "spread"):
+            doc = run_json("cluster", CLUSTER, TRACE, "--policy", policy, "--placement", placement)
+            assert doc["completed"] == doc["jobs"] == 150, doc["completed"]
+            assert doc["policy"] == policy and doc["placement"] == placement
+            waits[(policy, placement)] = doc["wait_s"]["mean"]
+            if placement == "topology":
+                topo_spread = doc["jobs_spread_beyond_needed"]
+            else:
+                assert doc["jobs_spread_beyond_needed"] > topo_spread
+    assert waits[("backfill", "topology")] < waits[("fifo", "topology")], waits
+
+
+@test
+def gpu_hours_are_conserved_and_failures_cost_time():
+    clean = run_json("cluster", CLUSTER, TRACE)
+    jobs = [json.loads(l) for l in open(TRACE) if l.strip()]
+    work = sum(j["nodes"] * 8 * float(j["duration"].replace("min", "")) / 60 for j in jobs)
+    assert abs(clean["gpu_hours"]["busy"] - work) < 1e-6 * work, (clean["gpu_hours"], work)
+    assert clean["gpu_hours"]["lost"] == 0 and clean["restarts"] == 0
+    failing = run_json("cluster", CLUSTER, TRACE, "--node-failures-per-node-hour", "0.002", "--seed", "5")
+    assert failing["failures"]["node_failures"] > 0 and failing["restarts"] > 0
+    # Work plus what failures cost is what the nodes were held for.
+    assert abs(failing["gpu_hours"]["busy"] - (work + failing["gpu_hours"]["lost"])) < 1e-6 * work
+    lost_per_job = sum(j["lost_s"] * j["gpus"] for j in failing["per_job"]) / 3600
+    assert abs(lost_per_job - failing["gpu_hours"]["lost"]) < 1e-6 * max(1.0, lost_per_job)
+    again = run_json("cluster", CLUSTER, TRACE, "--node-failures-per-node-hour", "0.002", "--seed", "5")
+    assert again["per_job"] == failing["per_job"]
+
+
+@test
+def the_result_validates_and_the_timeline_holds_every_run():
+    out, timeline = os.path.join(TMP, "r.json"), os.path.join(TMP, "t.json")
+    proc = run("cluster", CLUSTER, TRACE, "--json", out, "--timeline", timeline, "--node-failures-per-node-hour", "0.002")
+    assert proc.returncode == 0, proc.stderr
+    doc, trace = json.load(open(out)), json.load(open(timeline))
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    busy = sum(e["dur"] for e in spans) / 1e6 * 8 / 3600
+    assert abs(busy - doc["gpu_hours"]["busy"]) < 1e-6 * busy
+    # No node runs two jobs at once.
+    by_node = {}
+    for e in spans:
+        by_node.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+    for node, runs in by_node.items():
+        runs.sort()
+        assert all(a[1] <= b[0] + 1e-3 for a, b in zip(runs, runs[1:])), node
+    try:
+        import jsonschema
+    except ImportError:
+        return
+    schema = json.load(open(os.path.join(os.path.dirname(CONFIGS), "docs", "schema", "cluster.schema.json")))
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    assert not errors, errors[0].message[:300]
+
+
+@test
+def bad_traces_and_options_exit_2():
+    out = os.path.join(TMP, "bad.json")
+    cases = [
+        ('{"id": "big", "nodes": 17, "duration": "1h"}\n', [":1:", "nodes", "16 nodes"]),
+        ('{"nodes": 1, "duration": "1h"}\n{"nodes": 1, "duration": "1h"\n', [":2:"]),
+        ('{"gpus": 12, "duration": "1h"}\n', [":1:", "gpus", "multiple of"]),
+        ('{"nodes": 1}\n', [":1:", "duration"]),
+        ('{"nodes": 1, "duration": "1h", "colour": "red"}\n', [":1:", "colour"]),
+        ('{"nodes": 1, "duration": "1h", "time_limit": "30min"}\n', [":1:", "time_limit"]),
+        ('{"nodes": 1, "gpus": 8, "duration": "1h"}\n', [":1:", "nodes", "gpus"]),
+        ('{"nodes": 1, "duration": "1e99h"}\n', [":1:", "duration"]),
+        ('# nothing here\n\n', ["no jobs"]),
+    ]
+    for i, (text, fragments) in enumerate(cases):
+        trace = write(TMP, f"bad{i}.jsonl", text)
+        expect_bad_input(["cluster", CLUSTER, trace, "--json", out], fragments, out)
+    expect_bad_input(["cluster", CLUSTER, TRACE, "--policy", "lottery", "--json", out], ["--policy", "lottery"], out)
+    expect_bad_input(["cluster", CLUSTER, TRACE, "--repair", "soon", "--json", out], ["--repair"], out)
+    expect_bad_input(["cluster", CLUSTER, os.path.join(TMP, "missing.jsonl"), "--json", out], ["missing.jsonl"], out)
+
+
+if __name__ == "__main__":
+    run_tests()
