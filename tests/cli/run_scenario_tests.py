@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The shipped training scenarios: one for every model preset, each runs and fits in memory, and the
+"""The shipped training scenarios (RL post-training ones included): one for every model preset, each runs and fits in memory, and the
 DeepSeek-V3 one is the layout docs/validation.md validates.
 Usage: run_scenario_tests.py FMSIM SOURCE_DIR"""
 import json
@@ -42,8 +42,15 @@ def every_preset_has_a_training_scenario():
 
 @test
 def every_training_scenario_runs_and_fits():
-    for name, _ in scenarios():
+    for name, scenario in scenarios():
         out = result(name)
+        if scenario["training"].get("workload") == "rl":
+            # RL post-training: one iteration (fmsim.rl/1), every phase timed; the update's fit is checked
+            # by fmsim run itself (it refuses an update that does not fit, exit 2).
+            assert out["schema"] == "fmsim.rl/1" and out["iteration_s"] > 0, name
+            assert all(out["breakdown_s"][k] > 0 for k in ("generation", "forward", "update")), (name, out["breakdown_s"])
+            assert out["roles"]["trainer"]["memory_bytes_per_gpu"] > 0, name
+            continue
         assert out["oom"] is False, f"{name}: {out['hbm_peak_bytes'] / 2**30:.1f} GiB over HBM"
         # MFU against the peak of the scenario's own precision stays below 1 (against the BF16 peak an FP4 run
         # passes 1: FP4's dense peak is 4 to 6 times BF16's).
