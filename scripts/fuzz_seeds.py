@@ -51,7 +51,7 @@ for target, pattern in [("training_scenario", "configs/training/*.json"), ("serv
                         ("plan", "configs/plans/*.json"), ("sweep", "configs/sweeps/*.json"),
                         ("stack", "configs/stacks/*.json"), ("recipe", "configs/recipes/*/*.json"),
                         ("search", "configs/search/*.json"), ("serve_search", "configs/search/*serving*.json"),
-                        ("job_trace", "configs/cluster/*.jsonl")]:
+                        ("job_trace", "configs/cluster/*.jsonl"), ("job_trace", "configs/cluster/*.txt")]:
     for path in shipped(pattern):
         add(target, path.name, path.read_bytes())
 for i, name in enumerate(["gpus.json", "instances.json", "networks.json", "storage.json"]):

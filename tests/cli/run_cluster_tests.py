@@ -73,6 +73,26 @@ def the_result_validates_and_the_timeline_holds_every_run():
 
 
 @test
+def a_sacct_export_replays_as_a_trace():
+    doc = run_json("cluster", CLUSTER, os.path.join(CONFIGS, "cluster", "sacct-example.txt"))
+    jobs = {j["id"]: j for j in doc["per_job"]}
+    # Steps (1001.batch, 1001.0), the job cancelled while pending (1004) and the pending one (1007) are left out.
+    assert sorted(jobs) == ["1001", "1002", "1003", "1005", "1006"], sorted(jobs)
+    assert jobs["1001"]["nodes"] == 8 and jobs["1001"]["completion_s"] == 86400 and jobs["1003"]["queue"] == "debug"
+    # 1005 asks for all 16 nodes: it waits for 1001 (8 nodes, one day), as it did on the real cluster.
+    assert jobs["1005"]["start_s"] == 86400 and jobs["1005"]["submit_s"] == 3 * 3600
+    out = os.path.join(TMP, "bad.json")
+    header = "JobID|Submit|Elapsed|NNodes\n"
+    for text, fragments in [("JobID|Submit|NNodes\n1|2026-01-01T00:00:00|1\n", [":1:", "Elapsed"]),
+                            (header + "1|2026-01-01T00:00:00|1:2:3:4|1\n", [":2:", "Elapsed"]),
+                            (header + "1|yesterday|01:00:00|1\n", [":2:", "Submit"]),
+                            (header + "1|2026-01-01T00:00:00|01:00:00|99\n", [":2:", "NNodes", "16 nodes"]),
+                            (header + "1|2026-01-01T00:00:00|01:00:00\n", [":2:", "fields"])]:
+        trace = write(TMP, "bad-sacct.txt", text)
+        expect_bad_input(["cluster", CLUSTER, trace, "--json", out], fragments, out)
+
+
+@test
 def bad_traces_and_options_exit_2():
     out = os.path.join(TMP, "bad.json")
     cases = [

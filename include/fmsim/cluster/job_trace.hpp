@@ -22,6 +22,9 @@ struct JobSpec {
 /// multiple of `gpus_per_node`), `duration` (time), `time_limit`, `priority`, `queue`,
 /// `checkpoint_interval`. Blank lines and lines starting with # are skipped. A bad line refuses the whole
 /// trace (InputError naming the file, the line and the key); jobs come back ordered by submit time.
+/// A file whose first line starts with "JobID|" is a `sacct --parsable2` export instead (columns JobID,
+/// Submit, Elapsed, NNodes, and optionally Timelimit, Partition, Priority, State): job steps and jobs that
+/// never ran are skipped, submit times count from the earliest.
 std::vector<JobSpec> read_job_trace(const std::filesystem::path& path, int gpus_per_node, int cluster_nodes);
 
 }  // namespace fmsim::cluster
