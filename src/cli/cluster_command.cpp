@@ -12,6 +12,7 @@
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/cluster/cluster_report.hpp"
+#include "fmsim/cluster/scenario_timing.hpp"
 #include "fmsim/common/error.hpp"
 #include "fmsim/topology/cluster_spec.hpp"
 #include "fmsim/units/quantity.hpp"
@@ -67,7 +68,10 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   run.options.failures.seed = o.seed;
   run.jobs = cluster::read_job_trace(o.jobs_file, spec.gpus_per_node, spec.nodes);
   spdlog::info("{}: {} jobs on {} nodes, {} scheduling", o.jobs_file, run.jobs.size(), spec.nodes, o.policy);
+  cluster::ScenarioTiming timing(o.cluster_file, catalog);
+  run.options.duration_at = [&timing, &run](int job, const std::vector<int>& nodes) { return timing.duration(run.jobs[job], nodes); };
   run.result = cluster::simulate_cluster(run.shape, run.jobs, run.options);
+  if (timing.simulations() > 0) spdlog::info("{} training-step simulations for the scenario jobs' placements", timing.simulations());
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   // Rendered before anything is written, so a failure leaves no partial set of outputs.
   const std::string json = o.json_file.empty() ? "" : cluster::to_json(run).dump(2) + "\n";

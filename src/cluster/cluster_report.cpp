@@ -80,7 +80,7 @@ json to_json(const ClusterRun& run) {
     const auto& o = r.jobs[i];
     const auto& s = run.jobs[i];
     jobs.push_back({{"id", s.id}, {"queue", s.queue}, {"nodes", s.nodes}, {"gpus", s.nodes * run.shape.gpus_per_node},
-                    {"submit_s", s.submit_s}, {"start_s", o.first_start_s}, {"end_s", o.end_s},
+                    {"submit_s", s.submit_s}, {"duration_s", o.duration_s}, {"start_s", o.first_start_s}, {"end_s", o.end_s},
                     {"wait_s", o.first_start_s - s.submit_s}, {"completion_s", o.end_s - s.submit_s},
                     {"restarts", o.restarts}, {"lost_s", o.lost_s}, {"switches_spanned", o.groups_spanned},
                     {"switches_needed", o.min_groups}});

@@ -8,6 +8,7 @@
 #include <queue>
 #include <random>
 #include <set>
+#include <stdexcept>
 
 namespace fmsim::cluster {
 
@@ -32,18 +33,19 @@ constexpr int kFree = -1, kDown = -2;
 
 class Simulation {
  public:
-  Simulation(const ClusterShape& shape, const std::vector<JobSpec>& jobs, const SimOptions& options)
-      : shape_(shape), jobs_(jobs), options_(options), rng_(options.failures.seed), node_(shape.nodes, kFree),
-        group_free_((shape.nodes + shape.group_nodes() - 1) / shape.group_nodes(), 0), state_(jobs.size()) {
+  Simulation(const ClusterShape& shape, std::vector<JobSpec> jobs, const SimOptions& options)
+      : shape_(shape), jobs_(std::move(jobs)), options_(options), rng_(options.failures.seed), node_(shape.nodes, kFree),
+        group_free_((shape.nodes + shape.group_nodes() - 1) / shape.group_nodes(), 0), state_(jobs_.size()) {
     for (int n = 0; n < shape.nodes; ++n) ++group_free_[group_of(n)];
     free_ = shape.nodes;
-    result_.jobs.resize(jobs.size());
-    for (std::size_t j = 0; j < jobs.size(); ++j) {
-      state_[j].remaining_s = jobs[j].duration_s;
-      push(jobs[j].submit_s, EventKind::submit, static_cast<int>(j));
+    result_.jobs.resize(jobs_.size());
+    for (std::size_t j = 0; j < jobs_.size(); ++j) {
+      state_[j].remaining_s = jobs_[j].duration_s;
+      push(jobs_[j].submit_s, EventKind::submit, static_cast<int>(j));
+      if (jobs_[j].duration_s <= 0 && !options.duration_at) throw std::logic_error("a scenario job without a duration_at callback");
     }
     failure_rate_per_s_ = options.failures.node_failures_per_node_hour * shape.nodes / 3600.0;
-    if (failure_rate_per_s_ > 0) schedule_failure(jobs.empty() ? 0.0 : jobs.front().submit_s);
+    if (failure_rate_per_s_ > 0) schedule_failure(jobs_.empty() ? 0.0 : jobs_.front().submit_s);
   }
 
   ClusterResult run() {
@@ -62,6 +64,7 @@ class Simulation {
       schedule(now);
     }
     result_.makespan_s = last_time_ - first_submit;
+    for (std::size_t j = 0; j < jobs_.size(); ++j) result_.jobs[j].duration_s = jobs_[j].duration_s;
     return std::move(result_);
   }
 
@@ -249,6 +252,13 @@ class Simulation {
     queue_.erase(j);
     s.run_start_s = now;
     s.overhead_s = outcome.restarts > 0 ? options_.failures.restart_s : 0.0;
+    if (jobs_[j].duration_s <= 0) {
+      // A scenario job: its run time at the nodes it got (the same placement on restarts).
+      const double d = options_.duration_at(j, s.nodes);
+      jobs_[j].duration_s = d;
+      if (jobs_[j].time_limit_s < d) jobs_[j].time_limit_s = d;
+      s.remaining_s = d;
+    }
     if (outcome.first_start_s < 0) {
       outcome.first_start_s = now;
       std::set<int> spanned;
@@ -301,8 +311,11 @@ class Simulation {
         continue;
       }
       if (need > free_) continue;
-      const double ends_by = now + state_[j].remaining_s * jobs_[j].time_limit_s / jobs_[j].duration_s +
-                             (result_.jobs[j].restarts > 0 ? options_.failures.restart_s : 0.0);
+      // A scenario job not yet started has no known run time: its time limit, if the trace gives one.
+      const double planned = jobs_[j].duration_s > 0 ? state_[j].remaining_s * jobs_[j].time_limit_s / jobs_[j].duration_s
+                             : jobs_[j].time_limit_s > 0 ? jobs_[j].time_limit_s
+                                                         : INFINITY;
+      const double ends_by = now + planned + (result_.jobs[j].restarts > 0 ? options_.failures.restart_s : 0.0);
       if (ends_by <= shadow_s) {
         start(j, now);
       } else if (need <= extra) {
@@ -314,7 +327,7 @@ class Simulation {
   }
 
   ClusterShape shape_;
-  const std::vector<JobSpec>& jobs_;
+  std::vector<JobSpec> jobs_;  ///< a copy: scenario jobs get their duration when they start
   SimOptions options_;
   std::mt19937_64 rng_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;

@@ -203,11 +203,23 @@ std::vector<JobSpec> read_job_trace(const std::filesystem::path& path, int gpus_
       r.fail(r.has("nodes") ? "nodes" : "gpus", "at most the cluster's " + std::to_string(cluster_nodes) + " nodes (" +
                                                    std::to_string(cluster_nodes * gpus_per_node) + " GPUs): this job can never start");
     }
-    job.duration_s = seconds_of(r, parsed.root, "duration", 0, true);
-    if (!(job.duration_s > 0)) r.fail("duration", "a run time above zero");
-    job.time_limit_s = seconds_of(r, parsed.root, "time_limit", job.duration_s, false);
-    if (job.time_limit_s < job.duration_s) {
-      r.fail("time_limit", "at least the duration (a job that outlives its limit would be killed; give the duration it really runs)");
+    if (r.has("scenario") == r.has("duration")) {
+      r.fail("duration", "either \"duration\" (a time) or \"scenario\" (a training scenario) with \"steps\", not both nor neither");
+    }
+    if (r.has("scenario")) {
+      const auto scenario = (path.parent_path() / r.required_string("scenario")).lexically_normal();
+      config::require_regular_file(scenario, "the job's training scenario (/scenario of " + where + ")");
+      job.scenario = std::filesystem::absolute(scenario).string();
+      job.steps = r.required_int("steps", 1, 1000000000);
+      job.time_limit_s = seconds_of(r, parsed.root, "time_limit", 0, false);
+    } else {
+      if (r.has("steps")) r.fail("steps", "no steps without a scenario (a duration is the run time)");
+      job.duration_s = seconds_of(r, parsed.root, "duration", 0, true);
+      if (!(job.duration_s > 0)) r.fail("duration", "a run time above zero");
+      job.time_limit_s = seconds_of(r, parsed.root, "time_limit", job.duration_s, false);
+      if (job.time_limit_s < job.duration_s) {
+        r.fail("time_limit", "at least the duration (a job that outlives its limit would be killed; give the duration it really runs)");
+      }
     }
     job.priority = static_cast<int>(r.int_or("priority", 0, -1000000, 1000000));
     job.queue = r.string_or("queue", "default");

@@ -73,6 +73,27 @@ def the_result_validates_and_the_timeline_holds_every_run():
 
 
 @test
+def scenario_jobs_run_at_their_simulated_step_time_where_they_are_placed():
+    # 16 p5 under leaf switches of 4 nodes, 4:1 oversubscribed: where a job lands changes what it crosses.
+    cluster = write(TMP, "os4.json", json.dumps({"name": "p5-16node-os4", "description": "test", "instance_type": "p5.48xlarge",
+                                                 "nodes": 16, "fabric": {"topology": "rail-optimized", "nodes_per_leaf": 4,
+                                                                         "oversubscription": 4.0}}))
+    scenario = os.path.join(CONFIGS, "training", "llama3-70b-p5.json")
+    trace = write(TMP, "scenario-jobs.jsonl", json.dumps({"id": "train", "nodes": 8, "scenario": scenario, "steps": 100}) + "\n")
+    packed = run_json("cluster", cluster, trace)["per_job"][0]
+    # Alone on the cluster, topology placement takes nodes 0-7: the step fmsim run simulates there.
+    step = run_json("run", scenario, "--set", f"cluster.base={cluster}", "--set", "cluster.nodes=16",
+                    "--set", "parallelism.data_parallel_size=2")["step_time_s"]
+    assert abs(packed["duration_s"] - 100 * step) < 1e-9 * packed["duration_s"], (packed, step)
+    spread = run_json("cluster", cluster, trace, "--placement", "spread")["per_job"][0]
+    assert spread["switches_spanned"] > packed["switches_spanned"] == 2
+    assert spread["duration_s"] > packed["duration_s"], (spread["duration_s"], packed["duration_s"])
+    out = os.path.join(TMP, "bad.json")
+    bad = write(TMP, "bad-scenario-jobs.jsonl", json.dumps({"id": "odd", "nodes": 3, "scenario": scenario, "steps": 10}) + "\n")
+    expect_bad_input(["cluster", cluster, bad, "--json", out], ["odd", "not a multiple"], out)
+
+
+@test
 def a_sacct_export_replays_as_a_trace():
     doc = run_json("cluster", CLUSTER, os.path.join(CONFIGS, "cluster", "sacct-example.txt"))
     jobs = {j["id"]: j for j in doc["per_job"]}
@@ -100,6 +121,8 @@ def bad_traces_and_options_exit_2():
         ('{"nodes": 1, "duration": "1h"}\n{"nodes": 1, "duration": "1h"\n', [":2:"]),
         ('{"gpus": 12, "duration": "1h"}\n', [":1:", "gpus", "multiple of"]),
         ('{"nodes": 1}\n', [":1:", "duration"]),
+        ('{"nodes": 1, "duration": "1h", "steps": 10}\n', [":1:", "steps"]),
+        ('{"nodes": 1, "scenario": "missing.json", "steps": 10}\n', ["missing.json"]),
         ('{"nodes": 1, "duration": "1h", "colour": "red"}\n', [":1:", "colour"]),
         ('{"nodes": 1, "duration": "1h", "time_limit": "30min"}\n', [":1:", "time_limit"]),
         ('{"nodes": 1, "gpus": 8, "duration": "1h"}\n', [":1:", "nodes", "gpus"]),

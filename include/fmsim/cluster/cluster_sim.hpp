@@ -4,6 +4,7 @@
 // checkpoint. A discrete-event simulation in plain C++ (no network: a job's run time is its trace's).
 // docs/model.md, "Shared cluster".
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,15 @@ struct FailureModel {
   std::uint64_t seed = 1;
 };
 
+/// The run time of job `job` (one with a scenario) on `nodes` (cluster node indices), called when it first
+/// starts: the simulated step time at that placement times its steps (cluster_timing.cpp).
+using DurationAt = std::function<double(int job, const std::vector<int>& nodes)>;
+
 struct SimOptions {
   Policy policy = Policy::backfill;
   Placement placement = Placement::topology;
   FailureModel failures;
+  DurationAt duration_at;  ///< needed when a job has a scenario
 };
 
 struct JobRun {
@@ -50,6 +56,7 @@ struct JobRun {
 
 struct JobOutcome {
   double first_start_s = -1, end_s = -1;
+  double duration_s = 0;     ///< its run time without failures (a scenario job's, at its placement)
   int restarts = 0;
   int groups_spanned = 0;    ///< leaf switches (or NVLink domains) of its first placement
   int min_groups = 0;        ///< the fewest it could have spanned

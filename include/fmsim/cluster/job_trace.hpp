@@ -16,11 +16,15 @@ struct JobSpec {
   int priority = 0;               ///< higher first under the priority policy
   std::string queue = "default";  ///< tenant or partition (reported per queue)
   double checkpoint_interval_s = 0;  ///< work since the last checkpoint is lost on a failure; 0 = none kept
+  /// A training job given as a scenario and a step count instead of a duration: its run time is the
+  /// simulated step time at the nodes it gets, times `steps` (duration_s is 0 until then).
+  std::string scenario;  ///< absolute path ("" = the trace's duration)
+  long long steps = 0;
 };
 
 /// Reads a JSON Lines job trace: keys `id`, `submit` (time, e.g. "90m" or seconds), `nodes` or `gpus` (a
-/// multiple of `gpus_per_node`), `duration` (time), `time_limit`, `priority`, `queue`,
-/// `checkpoint_interval`. Blank lines and lines starting with # are skipped. A bad line refuses the whole
+/// multiple of `gpus_per_node`), `duration` (time) or `scenario` (a training scenario, relative to the
+/// trace) with `steps`, `time_limit`, `priority`, `queue`, `checkpoint_interval`. Blank lines and lines starting with # are skipped. A bad line refuses the whole
 /// trace (InputError naming the file, the line and the key); jobs come back ordered by submit time.
 /// A file whose first line starts with "JobID|" is a `sacct --parsable2` export instead (columns JobID,
 /// Submit, Elapsed, NNodes, and optionally Timelimit, Partition, Priority, State): job steps and jobs that

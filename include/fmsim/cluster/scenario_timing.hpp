@@ -1,0 +1,37 @@
+#pragma once
+// Run times of scenario jobs in `fmsim cluster` (a trace line with "scenario" and "steps"): the job's
+// training step simulated on the nodes it was given, on the whole cluster's fabric, times its steps.
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fmsim/cluster/job_trace.hpp"
+#include "fmsim/hardware/catalog.hpp"
+#include "fmsim/topology/cluster_graph.hpp"
+
+namespace fmsim::cluster {
+
+class ScenarioTiming {
+ public:
+  /// `cluster_file`: the topology `fmsim cluster` runs on (every scenario is moved onto it).
+  ScenarioTiming(const std::filesystem::path& cluster_file, const hardware::Catalog& catalog);
+
+  /// Seconds `job` runs on `nodes` without failures. Memoized per scenario and placement shape (how many
+  /// of its nodes sit under each leaf switch or NVLink domain). InputError when the scenario does not fit
+  /// the job's GPUs (TP x PP x CP must divide them) or does not fit in memory.
+  double duration(const JobSpec& job, const std::vector<int>& nodes);
+
+  /// One step of the job's scenario at that placement (memoized), in seconds.
+  double step_s(const JobSpec& job, const std::vector<int>& nodes);
+  int simulations() const { return simulations_; }
+
+ private:
+  std::filesystem::path cluster_file_;
+  const hardware::Catalog& catalog_;
+  topology::ClusterGraph graph_;
+  std::map<std::pair<std::string, std::vector<int>>, double> memo_;
+  int simulations_ = 0;
+};
+
+}  // namespace fmsim::cluster

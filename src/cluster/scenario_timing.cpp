@@ -1,0 +1,63 @@
+// Scenario jobs of `fmsim cluster` timed at their placement (scenario_timing.hpp).
+#include "fmsim/cluster/scenario_timing.hpp"
+
+#include <algorithm>
+
+#include "fmsim/common/error.hpp"
+#include "fmsim/topology/cluster_spec.hpp"
+#include "fmsim/training/step_simulation.hpp"
+#include "fmsim/workload/memory.hpp"
+#include "fmsim/workload/scenario.hpp"
+#include "fmsim/workload/trace_builder.hpp"
+
+namespace fmsim::cluster {
+
+ScenarioTiming::ScenarioTiming(const std::filesystem::path& cluster_file, const hardware::Catalog& catalog)
+    : cluster_file_(std::filesystem::absolute(cluster_file)), catalog_(catalog),
+      graph_(topology::build_cluster_graph(topology::load_cluster(cluster_file, catalog))) {}
+
+double ScenarioTiming::step_s(const JobSpec& job, const std::vector<int>& nodes) {
+  const auto& spec = graph_.spec;
+  const int group = spec.nvlink_domain_nodes > 1 ? spec.nvlink_domain_nodes : spec.fabric.nodes_per_leaf;
+  std::map<int, int> per_group;
+  for (int n : nodes) ++per_group[n / group];
+  std::vector<int> shape;
+  for (const auto& [g, count] : per_group) shape.push_back(count);
+  std::sort(shape.rbegin(), shape.rend());
+  const auto key = std::make_pair(job.scenario, shape);
+  if (const auto hit = memo_.find(key); hit != memo_.end()) return hit->second;
+
+  // The scenario on the whole cluster, using the job's GPUs only (data_parallel_size), ranks in the order
+  // of its nodes (TP and the other inner groups stay inside a node, as Megatron orders them).
+  const std::string origin = job.scenario + " (job " + job.id + ")";
+  config::JsonFile file = workload::load_scenario_document(job.scenario, {}, "training scenario");
+  file.root["cluster"] = nlohmann::json{{"base", cluster_file_.string()}};
+  auto& par = file.root["parallelism"];
+  const int gpus = static_cast<int>(nodes.size()) * spec.gpus_per_node;
+  auto int_of = [&par](const char* key) { return par.contains(key) && par[key].is_number_integer() ? par[key].get<int>() : 1; };
+  const int model_parallel = int_of("tensor_model_parallel_size") * int_of("pipeline_model_parallel_size") * int_of("context_parallel_size");
+  if (model_parallel < 1 || gpus % model_parallel != 0) {
+    throw InputError(origin + ": the job's " + std::to_string(gpus) + " GPUs are not a multiple of its TP x PP x CP = " +
+                     std::to_string(model_parallel) + " (expected a job size the scenario's layout divides)");
+  }
+  par["data_parallel_size"] = gpus / model_parallel;
+  const workload::Scenario s = workload::scenario_from_json(file.root, origin, std::filesystem::path(job.scenario).parent_path(), catalog_);
+  const auto memory = workload::estimate_memory(s);
+  if (memory.oom) throw InputError(origin + ": does not fit: " + workload::describe_oom(memory));
+  std::vector<int> rank_gpu;
+  rank_gpu.reserve(gpus);
+  for (int n : nodes) {
+    for (int local = 0; local < spec.gpus_per_node; ++local) rank_gpu.push_back(n * spec.gpus_per_node + local);
+  }
+  const auto trace = workload::build_trace(s, rank_gpu, s.fidelity == workload::Fidelity::full);
+  const double step = training::simulate_step(trace, graph_).step_time_s;
+  ++simulations_;
+  memo_.emplace(key, step);
+  return step;
+}
+
+double ScenarioTiming::duration(const JobSpec& job, const std::vector<int>& nodes) {
+  return static_cast<double>(job.steps) * step_s(job, nodes);
+}
+
+}  // namespace fmsim::cluster
