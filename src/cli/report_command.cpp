@@ -48,7 +48,7 @@ int run_report(const ReportOptions& o) {
 
 void register_report(CLI::App& app, const GlobalOptions&, Action& action) {
   auto o = std::make_shared<ReportOptions>();
-  CLI::App* sub = app.add_subcommand("report", "turn a result of run, serve or checkpoint into an HTML page or Prometheus metrics");
+  CLI::App* sub = app.add_subcommand("report", "turn a result of run (a step or an RL iteration), serve or checkpoint into an HTML page or Prometheus metrics");
   sub->add_option("result", o->result_file, "a JSON result written by fmsim run/serve/checkpoint --json")->required();
   sub->add_option("--html", o->html_file, "write one self-contained HTML page (charts inline, no network fetches)");
   sub->add_option("--prometheus", o->prometheus_file, "write Prometheus text metrics (dcgm-exporter names, simulated=\"true\"); '-' = stdout");

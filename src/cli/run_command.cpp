@@ -234,7 +234,7 @@ int write_trace(const GlobalOptions& globals, const RunOptions& o) {
 
 void register_run(CLI::App& app, const GlobalOptions& globals, Action& action) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* sub = app.add_subcommand("run", "simulate one training step: step time, tokens/s, MFU, memory, cost");
+  CLI::App* sub = app.add_subcommand("run", "simulate one training step (or one RL iteration: training.workload rl): step time, tokens/s, MFU, memory, cost");
   sub->add_option("scenario", o->scenario_file, "training scenario (configs/training/*.json)");
   add_override_options(sub, o->sets, "parallelism.tensor_model_parallel_size=4");
   sub->add_option("--json", o->json_file, "write the result document ('-' = stdout, replaces the summary)");
