@@ -140,6 +140,9 @@ int run_search(const GlobalOptions& globals, const SearchOptions& o) {
   search::SearchSpec spec = search::load_search(o.spec_file);
   if (o.top > 0) spec.top = o.top;
   if (o.resimulate >= 0) spec.resimulate = o.resimulate;
+  if (spec.limits.min_goodput && spec.resimulate <= 0) {
+    throw InputError(spec.file + ": at /limits/min_goodput: goodput is known only for re-simulated candidates; expected resimulate >= 1");
+  }
   if (!o.merge.empty() && (o.shard_index >= 0 || o.shard_count >= 0)) {
     throw InputError("--merge joins the shards' results: it takes no --shard-index or --shard-count");
   }
@@ -174,6 +177,21 @@ int run_search(const GlobalOptions& globals, const SearchOptions& o) {
   const double resim_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sim_start).count();
   search::rank(spec, candidates);  // the simulated candidates by their simulated figures
   search::SearchTiming timing{rank_s, resim_s, resimulated};
+  if (spec.limits.min_goodput && !candidates.empty() && search::below_goodput(spec, candidates.front())) {
+    const search::Candidate* closest = nullptr;
+    for (const auto& c : candidates) {
+      if (c.simulated && c.goodput && (!closest || *c.goodput > *closest->goodput)) closest = &c;
+    }
+    char text[64];
+    std::snprintf(text, sizeof text, "%.4f", *spec.limits.min_goodput);
+    std::string message = spec.file + ": at /limits/min_goodput: none of the " + std::to_string(resimulated) +
+                          " re-simulated candidates reaches a goodput of " + text;
+    if (closest) {
+      std::snprintf(text, sizeof text, "%.4f", *closest->goodput);
+      message += "; the closest: " + closest->layout() + " on " + closest->where() + " at " + text;
+    }
+    throw InputError(message + " (a lower limit, a checkpoint plan that costs less, or more candidates re-simulated)");
+  }
 
   const std::string best_file = o.best_file.empty() ? spec.name + "-best.json" : o.best_file;
   const std::string table = search::summary_text(spec, candidates, pruning, timing, best_file);

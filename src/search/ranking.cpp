@@ -36,6 +36,8 @@ double objective_value(const SearchSpec& spec, const Candidate& c) {
 void rank(const SearchSpec& spec, std::vector<Candidate>& candidates) {
   std::stable_sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
     if (a.simulated != b.simulated) return a.simulated;
+    // Goodput is known after re-simulation: those below /limits/min_goodput rank after those above.
+    if (a.simulated && below_goodput(spec, a) != below_goodput(spec, b)) return !below_goodput(spec, a);
     return objective_value(spec, a) < objective_value(spec, b);
   });
 }
@@ -59,6 +61,10 @@ std::vector<std::size_t> pareto_front(const std::vector<Candidate>& candidates) 
 }
 
 std::string why_below(const SearchSpec& spec, const Candidate& above, const Candidate& below) {
+  if (below.simulated && below_goodput(spec, below) && !below_goodput(spec, above)) {
+    return (below.goodput ? format("goodput %.4f", *below.goodput) : std::string("goodput unknown")) +
+           format(" below /limits/min_goodput %.4f", *spec.limits.min_goodput);
+  }
   if (spec.objective == Objective::cost && below.usd_per_hour > above.usd_per_hour * 1.001 &&
       seconds_per_token(below) <= seconds_per_token(above)) {
     return "pricier: " + format("$%.0f/h", below.usd_per_hour) + format(" vs $%.0f/h", above.usd_per_hour);
@@ -88,7 +94,18 @@ void take_simulation(const nlohmann::json& run, Candidate& c) {
     for (const auto& [name, value] : c.analytic.terms()) c.terms.emplace_back(name, run["breakdown_s"].value(name, 0.0));
   }
   c.time_to_train_s = c.steps * c.step_s;
+  // With a checkpoint plan, the run's time to train counts checkpoint stalls, failures and restarts.
+  if (run.contains("checkpoint") && run["checkpoint"].is_object() && run["checkpoint"].contains("goodput") &&
+      run["checkpoint"]["goodput"].is_number()) {
+    c.goodput = run["checkpoint"]["goodput"].get<double>();
+    const auto& t = run["checkpoint"].value("time_to_train_s", nlohmann::json());
+    if (c.steps > 0 && t.is_number() && t.get<double>() > 0) c.time_to_train_s = t.get<double>();
+  }
   c.usd_total = c.usd_per_hour * c.time_to_train_s / 3600.0;
+}
+
+bool below_goodput(const SearchSpec& spec, const Candidate& c) {
+  return spec.limits.min_goodput && (!c.goodput || *c.goodput < *spec.limits.min_goodput);
 }
 
 std::string summary_text(const SearchSpec& spec, const std::vector<Candidate>& ranked, const Pruning& pruning,
@@ -175,6 +192,7 @@ nlohmann::json candidate_json(const SearchSpec& spec, const std::vector<Candidat
                 {"steps", c.steps},
                 {"time_to_train_s", c.time_to_train_s},
                 {"usd_total", c.usd_total},
+                {"goodput", c.goodput ? json(*c.goodput) : json(nullptr)},
                 {"why_below_previous", i == 0 ? json(nullptr) : json(why_below(spec, ranked[i - 1], c))}};
   }
 }

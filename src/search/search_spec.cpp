@@ -158,6 +158,15 @@ SearchSpec load_search(const std::filesystem::path& path) {
     if (l.has("max_gpus")) spec.limits.max_gpus = l.required_number("max_gpus", 0);
     if (l.has("min_gpus")) spec.limits.min_gpus = l.required_number("min_gpus", 0);
     if (l.has("min_tokens_per_s_per_gpu")) spec.limits.min_tokens_per_s_per_gpu = l.required_number("min_tokens_per_s_per_gpu", 0);
+    if (l.has("min_goodput")) {
+      spec.limits.min_goodput = l.required_number("min_goodput", 0);
+      if (*spec.limits.min_goodput > 1) l.fail("min_goodput", "a fraction in (0, 1]: useful training time over wall time");
+      const auto base = config::load_json_file(spec.scenario).root;
+      if (!base.is_object() || !base.contains("checkpoint")) {
+        l.fail("min_goodput", "a base scenario with a \"checkpoint\" section (goodput comes from its checkpoint plan and failure model; " +
+                                  spec.scenario.string() + " has none)");
+      }
+    }
     if (spec.limits.deadline_s && *spec.limits.deadline_s <= 0) l.fail("deadline", "a positive time, e.g. \"720h\"");
     if (spec.limits.min_gpus && spec.limits.max_gpus && *spec.limits.min_gpus > *spec.limits.max_gpus) {
       l.fail("min_gpus", "at most max_gpus = " + config::render_value(*spec.limits.max_gpus) + " (the limits contradict each other)");

@@ -134,6 +134,39 @@ def bad_specs_exit_2_naming_the_limit_and_the_closest_candidate():
 
 
 @test
+def goodput_counts_in_time_to_train_and_min_goodput_reorders_or_refuses():
+    # The base scenario with a checkpoint plan and a failure model: re-simulated candidates carry fmsim run's
+    # goodput, and their time to train includes checkpoint stalls and failures.
+    base = json.load(open(os.path.join(CONFIGS, "training", "llama3-70b-p5.json")))
+    base["cluster"]["base"] = os.path.join(TOPO, "p5-16node.json")
+    base["checkpoint"] = {"strategy": "fsx", "mode": "sync", "interval_steps": 50}
+    base["failures"] = {"gpu_failures_per_gpu_hour": 0.0005}
+    scenario = write(TMP, "checkpointed.json", json.dumps(base))
+    run = {"global_batch_size": [128], "total_tokens": 1e11}
+    doc, _, _ = search(spec("goodput", scenario=scenario, run=run, objective="time", resimulate=6))
+    simulated = [r for r in doc["top"] if r["simulated"]]
+    assert len(simulated) == 6 and all(0 < r["goodput"] < 1 for r in simulated)
+    for r in simulated:
+        plain = r["steps"] * r["step_time_s"]
+        assert r["time_to_train_s"] > plain and abs(r["goodput"] * r["time_to_train_s"] / plain - 1) < 0.02, r
+    assert all(r["goodput"] is None for r in doc["top"] if not r["simulated"])
+    # A limit between the simulated goodputs: every candidate that reaches it ranks before every one that does not.
+    values = sorted(r["goodput"] for r in simulated)
+    limit = (values[2] + values[3]) / 2
+    limited, _, _ = search(spec("goodput-limit", scenario=scenario, run=run, objective="time", resimulate=6,
+                                limits={"hbm_fraction": 0.95, "min_goodput": limit}))
+    flags = [r["goodput"] >= limit for r in limited["top"] if r["simulated"]]
+    assert flags == sorted(flags, reverse=True) and flags[0], flags
+    assert any("min_goodput" in (r["why_below_previous"] or "") for r in limited["top"])
+    out = os.path.join(TMP, "bad.json")
+    # Known only after the re-simulations: -q keeps their progress lines off stderr.
+    expect_bad_input(["-q", "search", spec("goodput-unreachable", scenario=scenario, run=run, objective="time", resimulate=3,
+                                     limits={"min_goodput": 0.999}), "--json", out], ["/limits/min_goodput", "closest"], out)
+    expect_bad_input(["search", spec("goodput-no-checkpoint", limits={"min_goodput": 0.9}), "--json", out],
+                     ["/limits/min_goodput", "checkpoint"], out)
+
+
+@test
 def the_result_validates_against_its_schema():
     try:
         import jsonschema

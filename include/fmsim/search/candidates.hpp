@@ -31,6 +31,8 @@ struct Candidate {
   std::vector<std::pair<std::string, double>> terms;  ///< breakdown of step_s (analytic or simulated)
   double usd_per_hour = 0;         ///< 0 = the instance has no price
   double tokens_per_s_per_gpu = 0, steps = 0, time_to_train_s = 0, usd_total = 0;
+  /// Re-simulated with a checkpoint section: the goodput fmsim run assessed (time to train includes it).
+  std::optional<double> goodput;
   /// "TP8 PP8 VP4 CP2 DP4 mb1 gb512 recompute none" (the layout, without the cluster)
   std::string layout() const;
   /// The label of the cluster: "128 x p5.48xlarge"

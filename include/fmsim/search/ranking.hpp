@@ -20,6 +20,8 @@ struct SearchTiming {
 /// Sorts best first: re-simulated candidates (by their simulated figures) ahead of the others (by the
 /// analytic tier's), each by the objective (time to train, or seconds per token without a run length;
 /// cost to train; tokens/s/GPU; pareto ranks by time).
+/// Whether a candidate misses /limits/min_goodput (unknown goodput misses it).
+bool below_goodput(const SearchSpec& spec, const Candidate& c);
 void rank(const SearchSpec& spec, std::vector<Candidate>& candidates);
 
 /// The objective's figure of a candidate (lower is better).

@@ -32,6 +32,9 @@ struct Limits {
   double hbm_fraction = 1.0;                ///< of each GPU's HBM the estimate may use
   std::optional<double> max_usd, max_usd_per_hour, deadline_s, max_gpus, min_gpus;
   std::optional<double> min_tokens_per_s_per_gpu;
+  /// Goodput under the base scenario's checkpoint plan and failure model, known for re-simulated
+  /// candidates only (fmsim run's checkpoint assessment); candidates below it rank after those above.
+  std::optional<double> min_goodput;
 };
 
 struct SearchSpec {
