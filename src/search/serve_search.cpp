@@ -34,6 +34,7 @@ json disaggregation_pools(const ServeCandidate& c, int units) {
 
 std::string ServeCandidate::layout() const {
   std::string text = "TP" + std::to_string(tp) + " PP" + std::to_string(pp);
+  if (expert_parallel >= 0) text += expert_parallel ? " EP" : " no-EP";
   if (disaggregated()) {
     const std::string decode_layout = decode_tp_size() != tp ? "TP" + std::to_string(decode_tp_size()) + " " : "";
     text += replicas > 0 ? " prefill " + std::to_string(prefill * replicas) + " + decode " + decode_layout + std::to_string(decode * replicas)
@@ -78,6 +79,15 @@ ServeSearchSpec load_serve_search(const std::filesystem::path& path, const hardw
     spec.tp = read_int_list(space, "tensor_parallel_size", 1, 4096);
     spec.pp = read_int_list(space, "pipeline_parallel_size", 1, 4096);
     spec.max_num_seqs = read_int_list(space, "max_num_seqs", 1, 1 << 20);
+    if (space.has("enable_expert_parallel")) {
+      const auto& list = space.required_value("enable_expert_parallel");
+      const std::string expected = "a non-empty list of booleans, e.g. [false, true] (experts sliced by TP, or split over the replica's GPUs)";
+      if (!list.is_array() || list.empty()) space.fail("enable_expert_parallel", expected);
+      for (const auto& v : list) {
+        if (!v.is_boolean()) space.fail("enable_expert_parallel", expected + " (found " + config::render_value(v) + ")");
+        spec.expert_parallel.push_back(v.get<bool>());
+      }
+    }
     if (space.has("prefill_decode")) {
       const auto& list = space.required_value("prefill_decode");
       const std::string expected = "a list of [prefill, decode] replica ratios, each a pair of integers in [1, 64], e.g. [[1, 1], [1, 2]]";
@@ -113,12 +123,20 @@ std::vector<ServeCandidate> serve_candidates(const ServeSearchSpec& spec) {
       for (int pp : spec.pp) {
         // fmsim's replicas keep TP and PP inside one NVLink domain (docs/model.md, serving).
         if (tp * pp > spec.clusters[c].domain_gpus) continue;
-        for (int s : seqs) {
+        std::vector<int> eps;
+        for (bool b : spec.expert_parallel) eps.push_back(b ? 1 : 0);
+        if (eps.empty()) eps.push_back(-1);
+        for (const auto& [ep, s] : [&] {
+               std::vector<std::pair<int, int>> pairs;
+               for (int e : eps) for (int q : seqs) pairs.emplace_back(e, q);
+               return pairs;
+             }()) {
           ServeCandidate aggregated;
           aggregated.cluster = static_cast<int>(c);
           aggregated.tp = tp;
           aggregated.pp = pp;
           aggregated.max_num_seqs = s;
+          aggregated.expert_parallel = ep;
           out.push_back(aggregated);
           const std::vector<int> decode_tps = spec.decode_tp.empty() ? std::vector<int>{tp} : spec.decode_tp;
           for (const auto& [prefill, decode] : spec.prefill_decode) {
@@ -156,6 +174,7 @@ std::vector<std::string> serve_sets(const ServeSearchSpec& spec, const ServeCand
     sets.push_back("serving.replicas=" + std::to_string(replicas));
   }
   if (c.max_num_seqs > 0) sets.push_back("serving.max_num_seqs=" + std::to_string(c.max_num_seqs));
+  if (c.expert_parallel >= 0) sets.push_back(std::string("serving.enable_expert_parallel=") + (c.expert_parallel ? "true" : "false"));
   return sets;
 }
 
@@ -220,6 +239,7 @@ json serve_result_json(const ServeSearchSpec& spec, const std::vector<ServeCandi
                 {"tensor_parallel_size", c.tp},
                 {"pipeline_parallel_size", c.pp},
                 {"max_num_seqs", c.max_num_seqs > 0 ? json(c.max_num_seqs) : json(nullptr)},
+                {"enable_expert_parallel", c.expert_parallel >= 0 ? json(c.expert_parallel == 1) : json(nullptr)},
                 {"disaggregated", c.disaggregated()},
                 {"prefill_decode", c.disaggregated() ? json::array({c.prefill, c.decode}) : json(nullptr)},
                 {"decode_tensor_parallel_size", c.disaggregated() ? json(c.decode_tp_size()) : json(nullptr)},
@@ -276,6 +296,7 @@ json serve_scenario_document(const ServeSearchSpec& spec, const ServeCandidate& 
   doc["serving"]["tensor_parallel_size"] = c.tp;
   doc["serving"]["pipeline_parallel_size"] = c.pp;
   if (c.max_num_seqs > 0) doc["serving"]["max_num_seqs"] = c.max_num_seqs;
+  if (c.expert_parallel >= 0) doc["serving"]["enable_expert_parallel"] = c.expert_parallel == 1;
   return doc;
 }
 

@@ -96,6 +96,22 @@ def decode_pools_may_take_their_own_tp():
 
 
 @test
+def moe_layouts_search_expert_parallelism_too():
+    moe = dict(json.load(open(SCENARIO)), model="qwen3-30b-a3b", name="qwen3-30b-a3b-serving")
+    scenario = write(TMP, "moe-scenario.json", json.dumps(moe))
+    spec = small_spec("moe", scenario=scenario, clusters=[{"topology": os.path.abspath(os.path.join(TOPO, "p5en-128node.json")), "max_nodes": 2}],
+                      space={"tensor_parallel_size": [2, 4], "enable_expert_parallel": [False, True]})
+    doc, best, proc = search(spec)
+    rows = doc["candidates"]
+    assert doc["layouts"] == 4 and {(r["tensor_parallel_size"], r["enable_expert_parallel"]) for r in rows} == {(2, False), (2, True), (4, False), (4, True)}
+    assert "EP" in proc.stdout and "no-EP" in proc.stdout
+    winner = json.load(open(best))
+    assert winner["serving"]["enable_expert_parallel"] == rows[0]["enable_expert_parallel"]
+    served = run_json("serve", best)
+    assert served["slo_met"]
+
+
+@test
 def one_replica_fewer_misses_the_slos():
     doc, best, _ = search(small_spec("fewest"))
     for r in [r for r in doc["candidates"] if r["feasible"]][:3]:

@@ -28,6 +28,8 @@ struct ServeSearchSpec {
   std::filesystem::path scenario;  ///< the base serving scenario, absolute
   std::vector<ServeCluster> clusters;
   std::vector<int> tp, pp, max_num_seqs;  ///< max_num_seqs empty = the scenario's
+  /// MoE layouts: experts split over the replica's GPUs (EP) or sliced by TP; empty = the scenario's.
+  std::vector<bool> expert_parallel;
   /// Disaggregated layouts to try beside the aggregated one: prefill:decode replica ratios ({1, 2} = one
   /// prefill replica per two decode replicas), each pool at the layout's TP and PP.
   std::vector<std::pair<int, int>> prefill_decode;
@@ -40,6 +42,7 @@ struct ServeSearchSpec {
 /// A layout on a cluster and what the replica search found for it.
 struct ServeCandidate {
   int cluster = 0, tp = 1, pp = 1, max_num_seqs = 0;  ///< max_num_seqs 0 = the scenario's
+  int expert_parallel = -1;     ///< 1: serving.enable_expert_parallel, 0: off, -1: the scenario's
   int prefill = 0, decode = 0;  ///< a disaggregated layout's prefill:decode ratio; 0:0 = aggregated
   int decode_tp = 0;            ///< a disaggregated layout's decode-pool TP; 0 = `tp` (the prefill pool's)
   /// Aggregated: replicas. Disaggregated: ratio units (prefill x units prefill replicas, decode x units decode).
