@@ -50,7 +50,17 @@ Trial try_replicas(const GlobalOptions& globals, const search::ServeSearchSpec& 
     return t;
   }
   t.meets = t.result.value("slo_met", false);
-  if (!t.meets) t.reason = "misses the SLOs";
+  if (!t.meets) {
+    t.reason = "misses the SLOs";
+    return t;
+  }
+  // Steady-state capacity: under a Poisson or trace load the layout must also sustain the offered rate
+  // once warm-up and drain are left out (steady_state.hpp), not only meet the SLOs over a finite run.
+  const auto& steady = t.result.value("steady_state", nlohmann::json());
+  if (steady.is_object() && !steady.value("sustained", true)) {
+    t.meets = false;
+    t.reason = "does not sustain the offered rate in steady state (" + steady.value("reason", std::string("queue grows")) + ")";
+  }
   return t;
 }
 
