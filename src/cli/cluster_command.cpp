@@ -68,7 +68,7 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   run.options.failures.seed = o.seed;
   run.jobs = cluster::read_job_trace(o.jobs_file, spec.gpus_per_node, spec.nodes);
   spdlog::info("{}: {} jobs on {} nodes, {} scheduling", o.jobs_file, run.jobs.size(), spec.nodes, o.policy);
-  cluster::ScenarioTiming timing(o.cluster_file, catalog);
+  cluster::ScenarioTiming timing(o.cluster_file, spec, catalog);
   run.options.duration_at = [&timing, &run](int job, const std::vector<int>& nodes) { return timing.duration(run.jobs[job], nodes); };
   run.result = cluster::simulate_cluster(run.shape, run.jobs, run.options);
   if (timing.simulations() > 0) spdlog::info("{} training-step simulations for the scenario jobs' placements", timing.simulations());

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -121,14 +122,13 @@ void check_mfu(const report::TrainingRun& run, const std::string& file) {
 }
 
 /// training.workload "rl": one RL iteration (rl/rl_iteration.hpp) instead of one training step.
-int run_rl(const hardware::Catalog& catalog, const RunOptions& o) {
+int run_rl(const hardware::Catalog& catalog, const RunOptions& o, const config::JsonFile& file) {
   for (const auto& [option, value] : {std::pair<const char*, const std::string*>{"--trace", &o.trace_file}, {"--fidelity", &o.fidelity}}) {
     if (!value->empty()) {
       throw InputError(std::string(option) + ": not available for an RL scenario (training.workload \"rl\"); --json, --timeline, "
                        "--prometheus and --set are");
     }
   }
-  config::JsonFile file = workload::load_scenario_document(o.scenario_file, o.sets, "training scenario");
   const auto result = rl::simulate_rl_iteration(file.root, file.path, std::filesystem::path(o.scenario_file).parent_path(), catalog, o.allow_oom);
   const nlohmann::json doc = rl::to_json(result);
   // Every output is rendered before the first is written, so a failure leaves none behind.
@@ -141,20 +141,21 @@ int run_rl(const hardware::Catalog& catalog, const RunOptions& o) {
   return 0;
 }
 
-/// Whether the scenario file (after --set) asks for RL; unreadable files are left to the loader's message.
-bool is_rl_scenario(const RunOptions& o) {
-  if (o.scenario_file.empty()) return false;
+/// The scenario document (after --set) when it asks for RL; unreadable files are left to the loader's message.
+std::optional<config::JsonFile> rl_document(const RunOptions& o) {
+  if (o.scenario_file.empty()) return std::nullopt;
   try {
-    return rl::is_rl_document(workload::load_scenario_document(o.scenario_file, o.sets, "training scenario").root);
+    auto file = workload::load_scenario_document(o.scenario_file, o.sets, "training scenario");
+    if (rl::is_rl_document(file.root)) return file;
   } catch (const InputError&) {
-    return false;
   }
+  return std::nullopt;
 }
 
 int run_training(const GlobalOptions& globals, const RunOptions& o) {
   const auto started = std::chrono::steady_clock::now();
   auto catalog = load_catalog(globals);
-  if (is_rl_scenario(o)) return run_rl(catalog, o);
+  if (const auto rl_file = rl_document(o)) return run_rl(catalog, o, *rl_file);
   std::optional<config::JsonFile> trace_file;
   if (!o.trace_file.empty()) trace_file = config::load_json_file(o.trace_file);
   const workload::Scenario s = load(o, catalog, trace_file);

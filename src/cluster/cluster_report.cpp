@@ -51,15 +51,13 @@ struct Totals {
 Totals totals(const ClusterRun& run) {
   Totals t;
   const auto& r = run.result;
-  for (const auto& j : r.jobs) {
+  for (std::size_t i = 0; i < r.jobs.size(); ++i) {
+    const auto& j = r.jobs[i];
     t.restarts += j.restarts;
     if (j.end_s < 0) continue;
     if (j.groups_spanned > j.min_groups) ++t.spread_more_than_needed;
-  }
-  for (std::size_t i = 0; i < r.jobs.size(); ++i) {
-    if (r.jobs[i].end_s < 0) continue;
-    t.waits.push_back(r.jobs[i].first_start_s - run.jobs[i].submit_s);
-    t.jcts.push_back(r.jobs[i].end_s - run.jobs[i].submit_s);
+    t.waits.push_back(j.first_start_s - run.jobs[i].submit_s);
+    t.jcts.push_back(j.end_s - run.jobs[i].submit_s);
   }
   const double capacity = static_cast<double>(run.shape.nodes) * r.makespan_s;
   t.utilization = capacity > 0 ? r.busy_node_s / capacity : 0;
@@ -135,14 +133,13 @@ std::string to_text(const ClusterRun& run) {
   std::snprintf(line, sizeof line, "  makespan %s; %zu completed; GPU utilization %.1f %%; idle while jobs waited %.1f %%\n",
                 duration(r.makespan_s).c_str(), t.jcts.size(), 100 * t.utilization, 100 * t.idle_waiting);
   out += line;
-  std::snprintf(line, sizeof line, "  queueing delay: mean %s, p50 %s, p90 %s, p99 %s\n", duration(distribution(t.waits)["mean"]).c_str(),
-                duration(percentile(t.waits, 50)).c_str(), duration(percentile(t.waits, 90)).c_str(),
-                duration(percentile(t.waits, 99)).c_str());
-  out += line;
-  std::snprintf(line, sizeof line, "  job completion time: mean %s, p50 %s, p90 %s, p99 %s\n",
-                duration(distribution(t.jcts)["mean"]).c_str(), duration(percentile(t.jcts, 50)).c_str(),
-                duration(percentile(t.jcts, 90)).c_str(), duration(percentile(t.jcts, 99)).c_str());
-  out += line;
+  for (const auto& [label, values] : {std::pair<const char*, const std::vector<double>*>{"queueing delay", &t.waits},
+                                      {"job completion time", &t.jcts}}) {
+    const json d = distribution(*values);
+    std::snprintf(line, sizeof line, "  %s: mean %s, p50 %s, p90 %s, p99 %s\n", label, duration(d["mean"]).c_str(), duration(d["p50"]).c_str(),
+                  duration(d["p90"]).c_str(), duration(d["p99"]).c_str());
+    out += line;
+  }
   std::snprintf(line, sizeof line, "  placement: %d of %zu jobs span more %s than they need\n", t.spread_more_than_needed, t.jcts.size(),
                 run.shape.nodes_per_domain > 1 ? "NVLink domains" : "leaf switches");
   out += line;

@@ -74,7 +74,7 @@ class Simulation {
     double run_start_s = 0;   ///< start of the current run
     double overhead_s = 0;    ///< restart cost at the head of the current run
     int run = 0;
-    bool queued = false, running = false, done = false;
+    bool running = false;
     std::vector<int> nodes;
   };
 
@@ -110,7 +110,6 @@ class Simulation {
   void handle(const Event& e, double now) {
     switch (e.kind) {
       case EventKind::submit:
-        state_[e.index].queued = true;
         queue_.insert(e.index);
         break;
       case EventKind::finish: {
@@ -123,7 +122,6 @@ class Simulation {
         release(s.nodes, now);
         s.running = false;
         running_.erase(e.index);
-        s.done = true;
         s.remaining_s = 0;
         result_.jobs[e.index].end_s = now;
         ++done_;
@@ -164,7 +162,6 @@ class Simulation {
       s.running = false;
       running_.erase(j);
       ++s.run;
-      s.queued = true;
       queue_.insert(j);
     }
     // The node (now free) goes to repair.
@@ -248,7 +245,6 @@ class Simulation {
     record_busy(now);
     s.running = true;
     running_.insert(j);
-    s.queued = false;
     queue_.erase(j);
     s.run_start_s = now;
     s.overhead_s = outcome.restarts > 0 ? options_.failures.restart_s : 0.0;

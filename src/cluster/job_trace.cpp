@@ -82,7 +82,7 @@ double slurm_timestamp(const std::string& text) {
 
 /// `sacct --parsable2` output (a header line starting with JobID|): one job per allocation line; job
 /// steps (JobID with a dot) and jobs that never ran (Elapsed 0, or PENDING / RUNNING) are skipped.
-std::vector<JobSpec> read_sacct(std::istream& in, const std::string& file, int gpus_per_node, int cluster_nodes) {
+std::vector<JobSpec> read_sacct(std::istream& in, const std::string& file, int cluster_nodes) {
   std::string header;
   std::getline(in, header);
   std::vector<std::string> columns;
@@ -153,7 +153,6 @@ std::vector<JobSpec> read_sacct(std::istream& in, const std::string& file, int g
     jobs.push_back(std::move(job));
     if (jobs.size() > kMaxJobs) throw InputError(where + ": more than " + std::to_string(kMaxJobs) + " jobs (the most one run simulates)");
   }
-  (void)gpus_per_node;
   if (jobs.empty()) throw InputError(file + ": the sacct export holds no job that ran");
   double first = jobs.front().submit_s;
   for (const auto& job : jobs) first = std::min(first, job.submit_s);
@@ -173,7 +172,7 @@ std::vector<JobSpec> read_job_trace(const std::filesystem::path& path, int gpus_
     std::getline(in, first);
     in.clear();
     in.seekg(0);
-    if (first.rfind("JobID|", 0) == 0) return read_sacct(in, path.string(), gpus_per_node, cluster_nodes);
+    if (first.rfind("JobID|", 0) == 0) return read_sacct(in, path.string(), cluster_nodes);
   }
   std::vector<JobSpec> jobs;
   std::string line;

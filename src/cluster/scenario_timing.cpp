@@ -12,12 +12,11 @@
 
 namespace fmsim::cluster {
 
-ScenarioTiming::ScenarioTiming(const std::filesystem::path& cluster_file, const hardware::Catalog& catalog)
-    : cluster_file_(std::filesystem::absolute(cluster_file)), catalog_(catalog),
-      graph_(topology::build_cluster_graph(topology::load_cluster(cluster_file, catalog))) {}
+ScenarioTiming::ScenarioTiming(const std::filesystem::path& cluster_file, topology::ClusterSpec spec, const hardware::Catalog& catalog)
+    : cluster_file_(std::filesystem::absolute(cluster_file)), catalog_(catalog), spec_(std::move(spec)) {}
 
 double ScenarioTiming::step_s(const JobSpec& job, const std::vector<int>& nodes) {
-  const auto& spec = graph_.spec;
+  const auto& spec = spec_;
   const int group = spec.nvlink_domain_nodes > 1 ? spec.nvlink_domain_nodes : spec.fabric.nodes_per_leaf;
   std::map<int, int> per_group;
   for (int n : nodes) ++per_group[n / group];
@@ -50,7 +49,8 @@ double ScenarioTiming::step_s(const JobSpec& job, const std::vector<int>& nodes)
     for (int local = 0; local < spec.gpus_per_node; ++local) rank_gpu.push_back(n * spec.gpus_per_node + local);
   }
   const auto trace = workload::build_trace(s, rank_gpu, s.fidelity == workload::Fidelity::full);
-  const double step = training::simulate_step(trace, graph_).step_time_s;
+  if (!graph_) graph_ = topology::build_cluster_graph(spec_);
+  const double step = training::simulate_step(trace, *graph_).step_time_s;
   ++simulations_;
   memo_.emplace(key, step);
   return step;

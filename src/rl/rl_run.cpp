@@ -252,7 +252,6 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   // Weight transfer: each rollout GPU receives its shard (1 / (TP x PP) of a BF16 copy).
   result.weight_bytes = weight_sync_bytes(parameters);
   const double shard_bytes = result.weight_bytes / per_replica;
-  const auto cluster = topology::build_cluster_graph(whole);
   const int gpus_per_node = whole.gpus_per_node;
   if (spec.placement == Placement::colocated) {
     // Resharding in place: the shard is gathered from the trainer's ranks that hold one full copy
@@ -268,6 +267,7 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
     // different rails. The trainer's first NVLink domain takes part with as many GPUs as the rollout
     // has in each of its domains (at the same local positions, each holding the weights), as NCCL's
     // communicators need the same rank count in every domain.
+    const auto cluster = topology::build_cluster_graph(whole);  // both pools: the trainer's graph holds only its own nodes
     const int first_rollout_gpu = result.trainer_gpus;
     const int domain_gpus = gpus_per_node * whole.nvlink_domain_nodes;
     double slowest = 0;

@@ -118,35 +118,34 @@ ServeSearchSpec load_serve_search(const std::filesystem::path& path, const hardw
 std::vector<ServeCandidate> serve_candidates(const ServeSearchSpec& spec) {
   std::vector<ServeCandidate> out;
   const std::vector<int> seqs = spec.max_num_seqs.empty() ? std::vector<int>{0} : spec.max_num_seqs;
+  // -1: the scenario's own enable_expert_parallel.
+  std::vector<int> eps;
+  for (bool b : spec.expert_parallel) eps.push_back(b ? 1 : 0);
+  if (eps.empty()) eps.push_back(-1);
   for (std::size_t c = 0; c < spec.clusters.size(); ++c) {
     for (int tp : spec.tp) {
       for (int pp : spec.pp) {
         // fmsim's replicas keep TP and PP inside one NVLink domain (docs/model.md, serving).
         if (tp * pp > spec.clusters[c].domain_gpus) continue;
-        std::vector<int> eps;
-        for (bool b : spec.expert_parallel) eps.push_back(b ? 1 : 0);
-        if (eps.empty()) eps.push_back(-1);
-        for (const auto& [ep, s] : [&] {
-               std::vector<std::pair<int, int>> pairs;
-               for (int e : eps) for (int q : seqs) pairs.emplace_back(e, q);
-               return pairs;
-             }()) {
-          ServeCandidate aggregated;
-          aggregated.cluster = static_cast<int>(c);
-          aggregated.tp = tp;
-          aggregated.pp = pp;
-          aggregated.max_num_seqs = s;
-          aggregated.expert_parallel = ep;
-          out.push_back(aggregated);
-          const std::vector<int> decode_tps = spec.decode_tp.empty() ? std::vector<int>{tp} : spec.decode_tp;
-          for (const auto& [prefill, decode] : spec.prefill_decode) {
-            for (int decode_tp : decode_tps) {
-              if (decode_tp * pp > spec.clusters[c].domain_gpus) continue;
-              ServeCandidate split = aggregated;
-              split.prefill = prefill;
-              split.decode = decode;
-              split.decode_tp = decode_tp == tp ? 0 : decode_tp;
-              out.push_back(split);
+        const std::vector<int> decode_tps = spec.decode_tp.empty() ? std::vector<int>{tp} : spec.decode_tp;
+        for (int ep : eps) {
+          for (int s : seqs) {
+            ServeCandidate aggregated;
+            aggregated.cluster = static_cast<int>(c);
+            aggregated.tp = tp;
+            aggregated.pp = pp;
+            aggregated.max_num_seqs = s;
+            aggregated.expert_parallel = ep;
+            out.push_back(aggregated);
+            for (const auto& [prefill, decode] : spec.prefill_decode) {
+              for (int decode_tp : decode_tps) {
+                if (decode_tp * pp > spec.clusters[c].domain_gpus) continue;
+                ServeCandidate split = aggregated;
+                split.prefill = prefill;
+                split.decode = decode;
+                split.decode_tp = decode_tp == tp ? 0 : decode_tp;
+                out.push_back(split);
+              }
             }
           }
         }

@@ -3,6 +3,7 @@
 // training step simulated on the nodes it was given, on the whole cluster's fabric, times its steps.
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,8 +15,9 @@ namespace fmsim::cluster {
 
 class ScenarioTiming {
  public:
-  /// `cluster_file`: the topology `fmsim cluster` runs on (every scenario is moved onto it).
-  ScenarioTiming(const std::filesystem::path& cluster_file, const hardware::Catalog& catalog);
+  /// `cluster_file`, loaded as `spec`: the topology `fmsim cluster` runs on (every scenario is moved onto
+  /// it). Its graph is built on the first scenario job, so traces without one pay nothing for it.
+  ScenarioTiming(const std::filesystem::path& cluster_file, topology::ClusterSpec spec, const hardware::Catalog& catalog);
 
   /// Seconds `job` runs on `nodes` without failures. Memoized per scenario and placement shape (how many
   /// of its nodes sit under each leaf switch or NVLink domain). InputError when the scenario does not fit
@@ -29,7 +31,8 @@ class ScenarioTiming {
  private:
   std::filesystem::path cluster_file_;
   const hardware::Catalog& catalog_;
-  topology::ClusterGraph graph_;
+  topology::ClusterSpec spec_;
+  std::optional<topology::ClusterGraph> graph_;
   std::map<std::pair<std::string, std::vector<int>>, double> memo_;
   int simulations_ = 0;
 };
