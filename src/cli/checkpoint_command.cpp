@@ -16,6 +16,9 @@
 #include "fmsim/units/format.hpp"
 #include "fmsim/workload/trace_builder.hpp"
 
+#include "fmsim/report/time_series.hpp"
+#include "metrics_options.hpp"
+
 namespace fmsim::cli {
 namespace {
 
@@ -23,6 +26,7 @@ struct CheckpointOptions {
   std::string scenario_file, json_file, strategy;
   std::vector<std::string> sets;
   bool allow_oom = false;
+  MetricsCli metrics;
 };
 
 std::string days(double seconds) {
@@ -70,6 +74,7 @@ std::string summary(const workload::Scenario& s, const storage::CheckpointConten
 }
 
 int run_checkpoint(const GlobalOptions& globals, const CheckpointOptions& o) {
+  const report::MetricsOptions metrics_opts = metrics_options(o.metrics);
   auto catalog = load_catalog(globals);
   const workload::Scenario s = workload::load_scenario(o.scenario_file, o.sets, catalog);
   storage::CheckpointPlan plan = storage::read_checkpoint_plan(s);
@@ -115,8 +120,8 @@ int run_checkpoint(const GlobalOptions& globals, const CheckpointOptions& o) {
     }
   }
 
-  if (o.json_file != "-") write_output("-", summary(s, contents, step_time_s, run, rate_per_hour, rows));
-  if (o.json_file.empty()) return 0;
+  if (o.json_file != "-" && o.metrics.file != "-") write_output("-", summary(s, contents, step_time_s, run, rate_per_hour, rows));
+  if (o.json_file.empty() && o.metrics.file.empty()) return 0;
   nlohmann::json doc;
   doc["schema"] = "fmsim.checkpoint/1";
   doc["scenario"] = {{"name", s.name}, {"file", s.file}};
@@ -154,7 +159,9 @@ int run_checkpoint(const GlobalOptions& globals, const CheckpointOptions& o) {
     }
     if (row.contains("cost_usd")) doc["cost_usd"] = row["cost_usd"];
   }
-  write_output(o.json_file, doc.dump(2) + "\n");
+  const std::string series = o.metrics.file.empty() ? "" : report::checkpoint_metrics(doc, metrics_opts);
+  if (!o.json_file.empty()) write_output(o.json_file, doc.dump(2) + "\n");
+  if (!series.empty()) write_output(o.metrics.file, series);
   return 0;
 }
 
@@ -168,6 +175,7 @@ void register_checkpoint(CLI::App& app, const GlobalOptions& globals, Action& ac
   add_override_options(sub, o->sets, "checkpoint.interval_steps=200");
   sub->add_option("--json", o->json_file, "write the result document ('-' = stdout, replaces the summary)");
   sub->add_flag("--allow-oom", o->allow_oom, "assess even when the model does not fit in GPU memory (\"oom\": true)");
+  add_metrics_options(sub, o->metrics);
   sub->callback([&globals, o, &action] { action = [&globals, o] { return run_checkpoint(globals, *o); }; });
 }
 

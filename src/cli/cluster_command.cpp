@@ -17,6 +17,8 @@
 #include "fmsim/topology/cluster_spec.hpp"
 #include "fmsim/units/quantity.hpp"
 
+#include "metrics_options.hpp"
+
 namespace fmsim::cli {
 namespace {
 
@@ -25,6 +27,7 @@ struct ClusterOptions {
   std::string repair = "4h", restart = "10min";
   double failures_per_node_hour = 0;
   std::uint64_t seed = 1;
+  MetricsCli metrics;
 };
 
 double time_option(const std::string& flag, const std::string& text) {
@@ -40,6 +43,7 @@ double time_option(const std::string& flag, const std::string& text) {
 
 int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   const auto started = std::chrono::steady_clock::now();
+  const report::MetricsOptions metrics_opts = metrics_options(o.metrics);
   auto catalog = load_catalog(globals);
   const auto spec = topology::load_cluster(o.cluster_file, catalog);
   cluster::ClusterRun run;
@@ -76,9 +80,11 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   // Rendered before anything is written, so a failure leaves no partial set of outputs.
   const std::string json = o.json_file.empty() ? "" : cluster::to_json(run).dump(2) + "\n";
   const std::string timeline = o.timeline_file.empty() ? "" : cluster::timeline_json(run).dump() + "\n";
-  if (o.json_file != "-") write_output("-", cluster::to_text(run));
+  const std::string series = o.metrics.file.empty() ? "" : cluster::cluster_metrics(run, metrics_opts);
+  if (o.json_file != "-" && o.metrics.file != "-") write_output("-", cluster::to_text(run));
   if (!json.empty()) write_output(o.json_file, json);
   if (!timeline.empty()) write_output(o.timeline_file, timeline);
+  if (!series.empty()) write_output(o.metrics.file, series);
   return 0;
 }
 
@@ -97,6 +103,7 @@ void register_cluster(CLI::App& app, const GlobalOptions& globals, Action& actio
   sub->add_option("--seed", o->seed, "seed of the failure draws")->check(CLI::NonNegativeNumber);
   sub->add_option("--json", o->json_file, "write the result (fmsim.cluster/1; '-' = stdout, replaces the summary)");
   sub->add_option("--timeline", o->timeline_file, "write a Chrome trace with a track per node (Perfetto)");
+  add_metrics_options(sub, o->metrics);
   sub->callback([&globals, o, &action] { action = [&globals, o] { return run_cluster(globals, *o); }; });
 }
 

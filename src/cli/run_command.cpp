@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "metrics_options.hpp"
 #include "progress.hpp"
 #include "fmsim/workload/low_precision.hpp"
 #include "fmsim/cli/commands.hpp"
@@ -18,6 +19,7 @@
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
 #include "fmsim/report/prometheus_export.hpp"
+#include "fmsim/report/time_series.hpp"
 #include "fmsim/report/training_report.hpp"
 #include "fmsim/rl/rl_iteration.hpp"
 #include "fmsim/topology/placement.hpp"
@@ -31,6 +33,7 @@ struct RunOptions {
   std::string scenario_file, json_file, timeline_file, trace_file, out_file, fidelity, prometheus_file;
   std::vector<std::string> sets;
   bool allow_oom = false;
+  MetricsCli metrics;
 };
 
 workload::Scenario load(const RunOptions& o, const hardware::Catalog& catalog, const std::optional<config::JsonFile>& trace_file) {
@@ -123,7 +126,8 @@ void check_mfu(const report::TrainingRun& run, const std::string& file) {
 
 /// training.workload "rl": one RL iteration (rl/rl_iteration.hpp) instead of one training step.
 int run_rl(const hardware::Catalog& catalog, const RunOptions& o, const config::JsonFile& file) {
-  for (const auto& [option, value] : {std::pair<const char*, const std::string*>{"--trace", &o.trace_file}, {"--fidelity", &o.fidelity}}) {
+  for (const auto& [option, value] : {std::pair<const char*, const std::string*>{"--trace", &o.trace_file}, {"--fidelity", &o.fidelity},
+                                     {"--metrics", &o.metrics.file}}) {
     if (!value->empty()) {
       throw InputError(std::string(option) + ": not available for an RL scenario (training.workload \"rl\"); --json, --timeline, "
                        "--prometheus and --set are");
@@ -154,6 +158,7 @@ std::optional<config::JsonFile> rl_document(const RunOptions& o) {
 
 int run_training(const GlobalOptions& globals, const RunOptions& o) {
   const auto started = std::chrono::steady_clock::now();
+  const report::MetricsOptions metrics_opts = metrics_options(o.metrics);
   auto catalog = load_catalog(globals);
   if (const auto rl_file = rl_document(o)) return run_rl(catalog, o, *rl_file);
   std::optional<config::JsonFile> trace_file;
@@ -205,17 +210,19 @@ int run_training(const GlobalOptions& globals, const RunOptions& o) {
   }
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  std::string json_text, timeline_text, metrics_text;
-  if (!o.json_file.empty() || !o.prometheus_file.empty()) {
+  std::string json_text, timeline_text, metrics_text, series_text;
+  if (!o.json_file.empty() || !o.prometheus_file.empty() || !o.metrics.file.empty()) {
     const nlohmann::json doc = report::run_to_json(run);
     if (!o.json_file.empty()) json_text = doc.dump(2) + "\n";
     if (!o.prometheus_file.empty()) metrics_text = report::prometheus_text(doc, o.prometheus_file);
+    if (!o.metrics.file.empty()) series_text = report::run_metrics(run, doc, metrics_opts);
   }
   if (!o.timeline_file.empty()) timeline_text = report::run_timeline(run).dump() + "\n";
-  if (o.json_file != "-" && o.prometheus_file != "-") write_output("-", report::run_summary(run));
+  if (o.json_file != "-" && o.prometheus_file != "-" && o.metrics.file != "-") write_output("-", report::run_summary(run));
   if (!json_text.empty()) write_output(o.json_file, json_text);
   if (!timeline_text.empty()) write_output(o.timeline_file, timeline_text);
   if (!metrics_text.empty()) write_output(o.prometheus_file, metrics_text);
+  if (!series_text.empty()) write_output(o.metrics.file, series_text);
   return 0;
 }
 
@@ -244,6 +251,7 @@ void register_run(CLI::App& app, const GlobalOptions& globals, Action& action) {
   sub->add_option("--trace", o->trace_file, "replay this trace (fmsim trace output or Chakra-style JSON) instead of building one");
   sub->add_option("--fidelity", o->fidelity, "fast (symmetric ranks, default) or full (every rank; the referee)");
   sub->add_flag("--allow-oom", o->allow_oom, "simulate even when the model does not fit in GPU memory");
+  add_metrics_options(sub, o->metrics);
   sub->callback([&globals, o, &action] { action = [&globals, o] { return run_training(globals, *o); }; });
 }
 

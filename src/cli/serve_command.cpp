@@ -12,6 +12,9 @@
 #include "fmsim/inference/rate_sweep.hpp"
 #include "fmsim/inference/serve_report.hpp"
 #include "fmsim/report/prometheus_export.hpp"
+#include "fmsim/report/time_series.hpp"
+
+#include "metrics_options.hpp"
 
 namespace fmsim::cli {
 namespace {
@@ -20,13 +23,14 @@ struct ServeOptions {
   std::string scenario_file, json_file, timeline_file, prometheus_file;
   std::vector<std::string> sets;
   bool sweep_rate = false, allow_oom = false;
+  MetricsCli metrics;
 };
 
 // --allow-oom: a replica that does not fit in GPU memory is reported as a result ("oom": true and the
 // reason) instead of bad input, so that `fmsim check` fails the plan rather than stopping.
 int report_oom(const inference::ServeScenario& scenario, const inference::ReplicaDoesNotFit& error, const ServeOptions& o) {
-  if (!o.prometheus_file.empty() || !o.timeline_file.empty()) {
-    throw InputError(std::string(error.what()) + " (with --allow-oom nothing is simulated: no --timeline or --prometheus to write)");
+  if (!o.prometheus_file.empty() || !o.timeline_file.empty() || !o.metrics.file.empty()) {
+    throw InputError(std::string(error.what()) + " (with --allow-oom nothing is simulated: no --timeline, --prometheus or --metrics to write)");
   }
   spdlog::warn("{}", error.what());
   nlohmann::json doc;
@@ -43,6 +47,7 @@ int report_oom(const inference::ServeScenario& scenario, const inference::Replic
 }
 
 int run_serve(const GlobalOptions& globals, const ServeOptions& o) {
+  const report::MetricsOptions metrics_opts = metrics_options(o.metrics);
   auto catalog = load_catalog(globals);
   const inference::ServeScenario scenario = inference::load_serve_scenario(o.scenario_file, o.sets, catalog);
   std::unique_ptr<inference::ServingPlan> built;
@@ -55,7 +60,7 @@ int run_serve(const GlobalOptions& globals, const ServeOptions& o) {
   const inference::ServingPlan& plan = *built;
   const auto requests = inference::make_requests(scenario.workload);
   spdlog::info("{}: {} requests on {} replicas", scenario.name, requests.size(), plan.replicas().size());
-  const inference::ServeOutcome outcome = inference::simulate_serving(plan, requests, !o.timeline_file.empty());
+  const inference::ServeOutcome outcome = inference::simulate_serving(plan, requests, !o.timeline_file.empty() || !o.metrics.file.empty());
   const inference::ServeSummary summary = inference::summarize(plan, outcome);
   std::optional<inference::RateSweep> sweep;
   if (o.sweep_rate) {
@@ -63,12 +68,13 @@ int run_serve(const GlobalOptions& globals, const ServeOptions& o) {
     sweep = inference::sweep_rate(plan);
   }
   nlohmann::json doc;
-  if (!o.json_file.empty() || !o.prometheus_file.empty()) {
+  if (!o.json_file.empty() || !o.prometheus_file.empty() || !o.metrics.file.empty()) {
     doc = inference::to_json(plan, summary, outcome);
     if (sweep) doc["sweep"] = inference::to_json(*sweep);
   }
   const std::string metrics = o.prometheus_file.empty() ? "" : report::prometheus_text(doc, o.prometheus_file);
-  if (o.json_file != "-" && o.prometheus_file != "-") {
+  const std::string series = o.metrics.file.empty() ? "" : report::serve_metrics(outcome, doc, metrics_opts);
+  if (o.json_file != "-" && o.prometheus_file != "-" && o.metrics.file != "-") {
     std::string text = inference::to_text(plan, summary);
     if (sweep) text += "\n" + inference::to_text(*sweep);
     write_output("-", text);
@@ -76,6 +82,7 @@ int run_serve(const GlobalOptions& globals, const ServeOptions& o) {
   if (!o.timeline_file.empty()) write_output(o.timeline_file, inference::timeline_json(plan, outcome));
   if (!o.json_file.empty()) write_output(o.json_file, doc.dump(2) + "\n");
   if (!metrics.empty()) write_output(o.prometheus_file, metrics);
+  if (!series.empty()) write_output(o.metrics.file, series);
   return 0;
 }
 
@@ -92,6 +99,7 @@ void register_serve(CLI::App& app, const GlobalOptions& globals, Action& action)
   sub->add_flag("--sweep-rate", o->sweep_rate, "also find the highest Poisson arrival rate that meets the scenario's SLOs");
   sub->add_flag("--allow-oom", o->allow_oom,
                 "when a replica does not fit in GPU memory, write a result with \"oom\": true and the reason instead of failing");
+  add_metrics_options(sub, o->metrics);
   sub->callback([&globals, o, &action] { action = [&globals, o] { return run_serve(globals, *o); }; });
 }
 

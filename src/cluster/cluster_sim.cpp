@@ -145,6 +145,7 @@ class Simulation {
   void fail(int node, double now) {
     if (node_[node] == kDown) return;  // already in repair
     ++result_.node_failures;
+    result_.failures.push_back({now, node});
     if (node_[node] >= 0) {
       const int j = node_[node];
       auto& s = state_[j];

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fmsim/cluster/cluster_sim.hpp"
+#include "fmsim/report/openmetrics.hpp"
 
 namespace fmsim::cluster {
 
@@ -25,5 +26,8 @@ nlohmann::json to_json(const ClusterRun& run);
 std::string to_text(const ClusterRun& run);
 /// Every job run as a span on each of its nodes' tracks (Perfetto); interrupted runs end in "failed".
 nlohmann::json timeline_json(const ClusterRun& run);
+/// Time series of the run over simulated days in OpenMetrics text (cluster_metrics.cpp): busy, down and
+/// free nodes, jobs running and waiting per queue, GPU utilisation, node failures and their XID errors.
+std::string cluster_metrics(const ClusterRun& run, const report::MetricsOptions& options);
 
 }  // namespace fmsim::cluster

@@ -73,6 +73,7 @@ struct ClusterResult {
   double idle_while_waiting_node_s = 0;  ///< free nodes while some job waited (fragmentation and blocking)
   std::vector<std::pair<double, int>> busy_nodes;  ///< (time, nodes busy) at every change
   int node_failures = 0;
+  std::vector<std::pair<double, int>> failures;  ///< (time, node) of every node failure, in time order
   long long events = 0;
 };
 

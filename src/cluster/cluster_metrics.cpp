@@ -1,0 +1,107 @@
+// Time series of a shared-cluster run (cluster_report.hpp cluster_metrics), sampled evenly over the run
+// from the first submission to the last completion: nodes busy (held by jobs), down (in repair) and
+// free; the cluster's GPU utilisation over each interval (busy node-seconds over capacity, the
+// document's "utilization" when averaged over the run); jobs running and waiting per queue; node
+// failures, each also a DCGM XID error on the failed node's GPUs while it is in repair (XID 79, "GPU has
+// fallen off the bus": the failure model draws whole-node failures, not their cause).
+#include <algorithm>
+#include <map>
+
+#include "fmsim/cluster/cluster_report.hpp"
+#include "../report/metrics_grid.hpp"
+
+namespace fmsim::cluster {
+
+using report::MetricLabels;
+using report::MetricType;
+
+namespace {
+
+constexpr int kXidFallenOffBus = 79;
+
+/// Number of [start, end) spans covering t.
+int covering(const std::vector<std::pair<double, double>>& spans, double t) {
+  int n = 0;
+  for (const auto& [s, e] : spans) n += (s <= t && t < e) ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+std::string cluster_metrics(const ClusterRun& run, const report::MetricsOptions& options) {
+  const auto& r = run.result;
+  const double origin = r.busy_nodes.empty() ? 0.0 : r.busy_nodes.front().first;
+  const report::detail::MetricsGrid grid(r.makespan_s, 1500);
+  report::OpenMetricsWriter w(options);
+  w.family("fmsim_cluster_nodes", MetricType::gauge, "Nodes by state: busy (held by a job), down (in repair), free.");
+  w.family("fmsim_cluster_gpu_utilization_ratio", MetricType::gauge, "Share of the cluster's GPUs held by jobs over the last interval.", "ratio");
+  w.family("fmsim_cluster_jobs", MetricType::gauge, "Jobs running and waiting (submitted, not running, not finished), per queue.");
+  w.family("fmsim_cluster_jobs_completed", MetricType::counter, "Jobs finished.");
+  w.family("fmsim_cluster_node_failures", MetricType::counter, "Node failures drawn by the failure model.");
+  w.family("DCGM_FI_DEV_XID_ERRORS", MetricType::gauge, "Value of the last XID error while the GPU's node is in repair (79), else 0.");
+
+  // Busy nodes: a step function; time-weighted per interval for the utilisation.
+  std::vector<double> busy_node_s = grid.zeros();
+  for (std::size_t i = 0; i < r.busy_nodes.size(); ++i) {
+    const double s = r.busy_nodes[i].first - origin;
+    const double e = i + 1 < r.busy_nodes.size() ? r.busy_nodes[i + 1].first - origin : r.makespan_s;
+    grid.add_amount(busy_node_s, s, e, r.busy_nodes[i].second * std::max(0.0, e - s));
+  }
+  std::size_t busy_next = 0;
+  int busy_now = 0;
+  auto busy_at = [&](double t) {  // called with increasing t
+    for (; busy_next < r.busy_nodes.size() && r.busy_nodes[busy_next].first - origin <= t; ++busy_next) {
+      busy_now = r.busy_nodes[busy_next].second;
+    }
+    return busy_now;
+  };
+  std::vector<std::pair<double, double>> down;
+  for (const auto& [when, node] : r.failures) down.push_back({when - origin, when - origin + run.options.failures.repair_s});
+  // Jobs: running spans, waiting spans (submit to first start, an interruption to the next start), per queue.
+  std::map<std::string, std::vector<std::pair<double, double>>> running, waiting;
+  std::vector<double> completions;
+  for (std::size_t j = 0; j < r.jobs.size(); ++j) {
+    const auto& o = r.jobs[j];
+    const std::string& queue = run.jobs[j].queue;
+    double ready = run.jobs[j].submit_s - origin;
+    for (const auto& span : o.runs) {
+      waiting[queue].push_back({ready, span.start_s - origin});
+      running[queue].push_back({span.start_s - origin, span.end_s - origin});
+      ready = span.end_s - origin;
+    }
+    if (o.runs.empty()) waiting[queue].push_back({ready, r.makespan_s + 1});
+    if (o.end_s >= 0) completions.push_back(o.end_s - origin);
+  }
+  std::sort(completions.begin(), completions.end());
+  const MetricLabels none;
+  std::size_t failed = 0;
+  for (std::size_t k = 0; k < grid.t.size(); ++k) {
+    const double t = grid.t[k];
+    const std::size_t i = k == 0 ? 0 : k - 1;
+    const int busy = busy_at(t), in_repair = covering(down, t);
+    w.sample("fmsim_cluster_nodes", {{"state", "busy"}}, t, busy);
+    w.sample("fmsim_cluster_nodes", {{"state", "down"}}, t, in_repair);
+    w.sample("fmsim_cluster_nodes", {{"state", "free"}}, t, std::max(0, run.shape.nodes - busy - in_repair));
+    const double width = grid.width(i);
+    w.sample("fmsim_cluster_gpu_utilization_ratio", none, t, width > 0 ? busy_node_s[i] / (width * run.shape.nodes) : 0.0);
+    for (const auto& [queue, spans] : running) w.sample("fmsim_cluster_jobs", {{"state", "running"}, {"queue", queue}}, t, covering(spans, t));
+    for (const auto& [queue, spans] : waiting) w.sample("fmsim_cluster_jobs", {{"state", "waiting"}, {"queue", queue}}, t, covering(spans, t));
+    w.sample("fmsim_cluster_jobs_completed", none, t,
+             static_cast<double>(std::upper_bound(completions.begin(), completions.end(), t + 1e-9) - completions.begin()));
+    for (; failed < r.failures.size() && r.failures[failed].first - origin <= t + 1e-9; ++failed) {
+    }
+    w.sample("fmsim_cluster_node_failures", none, t, static_cast<double>(failed));
+  }
+  // XID series only for nodes that failed (a healthy node's GPUs would add only zeros).
+  std::map<int, std::vector<std::pair<double, double>>> repairs_of_node;
+  for (const auto& [when, node] : r.failures) repairs_of_node[node].push_back({when - origin, when - origin + run.options.failures.repair_s});
+  for (const auto& [node, spans] : repairs_of_node) {
+    for (int g = 0; g < run.shape.gpus_per_node; ++g) {
+      const MetricLabels labels = {{"gpu", std::to_string(g)}, {"Hostname", "node" + std::to_string(node)}, {"modelName", run.gpu}};
+      for (double t : grid.t) w.sample("DCGM_FI_DEV_XID_ERRORS", labels, t, covering(spans, t) > 0 ? kXidFallenOffBus : 0);
+    }
+  }
+  return w.text();
+}
+
+}  // namespace fmsim::cluster
