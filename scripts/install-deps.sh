@@ -4,7 +4,8 @@
 # progress is shown. Needs only bash and dpkg, so it runs on a bare Debian (make is one of the packages).
 # Without an argument: what the `fmsim` binary needs (compiler, make, CMake, Ninja, ccache, SimGrid 3.32,
 # Boost.Graph, nlohmann/json, spdlog, CLI11). With --test also what only the test suite needs: Catch2 (unit
-# tests), python3 (end-to-end tests), Chromium (renders the HTML report), and Debian's Python packages for
+# tests), python3 (end-to-end tests), Chromium (renders the HTML report), Prometheus (promtool and the server
+# the --metrics tests load series into), and Debian's Python packages for
 # the schema, report and notebook tests, and clang with its libFuzzer runtime for the fuzz targets
 # (scripts/fuzz.sh). With --fuzz only those beside the build.
 set -euo pipefail
@@ -18,7 +19,7 @@ case "${1:-}" in
   "") ;;
   --test)
     packages+=(catch2 python3 chromium python3-jsonschema python3-pil python3-pandas python3-matplotlib
-               python3-nbformat python3-nbclient python3-ipykernel jupyter-nbconvert "${fuzz_packages[@]}") ;;
+               python3-nbformat python3-nbclient python3-ipykernel jupyter-nbconvert prometheus "${fuzz_packages[@]}") ;;
   --fuzz) packages+=("${fuzz_packages[@]}") ;;
   *) echo "usage: scripts/install-deps.sh [--test|--fuzz]" >&2; exit 2 ;;
 esac

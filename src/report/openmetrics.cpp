@@ -86,7 +86,13 @@ double parse_metrics_start(const std::string& text) {
     tm.tm_sec = std::stoi(m[6]);
     const bool in_range = tm.tm_mon >= 0 && tm.tm_mon < 12 && tm.tm_mday >= 1 && tm.tm_mday <= 31 && tm.tm_hour < 24 &&
                           tm.tm_min < 60 && tm.tm_sec < 61 && tm.tm_year >= 70;
-    if (in_range) return static_cast<double>(timegm(&tm)) + (m[7].length() ? std::stod("0" + m[7].str()) : 0.0);
+    if (in_range) {
+      std::tm asked = tm;
+      const std::time_t t = timegm(&tm);  // normalises a day past the month's end (Feb 30): refused below
+      if (tm.tm_mday == asked.tm_mday && tm.tm_mon == asked.tm_mon) {
+        return static_cast<double>(t) + (m[7].length() ? std::stod("0" + m[7].str()) : 0.0);
+      }
+    }
   }
   throw InputError("--metrics-start: '" + text +
                    "' is not a time; expected \"now\", Unix seconds (1767225600) or an RFC 3339 UTC time (2026-01-01T00:00:00Z)");
