@@ -3,23 +3,24 @@
 # when none is missing nothing is run (no apt-get, no network). Works as root or through sudo; apt's own
 # progress is shown. Needs only bash and dpkg, so it runs on a bare Debian (make is one of the packages).
 # Without an argument: what the `fmsim` binary needs (compiler, make, CMake, Ninja, ccache, SimGrid 3.32,
-# Boost.Graph, nlohmann/json, spdlog, CLI11). With --test also what only the test suite needs: Catch2 (unit
-# tests), python3 (end-to-end tests), Chromium (renders the HTML report), Prometheus (promtool and the server
-# the --metrics tests load series into), and Debian's Python packages for
-# the schema, report and notebook tests, and clang with its libFuzzer runtime for the fuzz targets
+# Boost.Graph, nlohmann/json, spdlog, CLI11, protobuf for Chakra traces). With --test also what only the
+# test suite needs: Catch2 (unit tests), python3 (end-to-end tests), Chromium (renders the HTML report),
+# Prometheus (promtool and the server the --metrics tests load series into), Debian's Python packages for
+# the schema, report, notebook and Chakra tests, and clang with its libFuzzer runtime for the fuzz targets
 # (scripts/fuzz.sh). With --fuzz only those beside the build.
 set -euo pipefail
 
 packages=(
   build-essential make cmake ninja-build ccache pkg-config
   libsimgrid-dev libboost-graph-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
+  protobuf-compiler libprotobuf-dev
 )
 fuzz_packages=(clang libclang-rt-dev)  # bookworm: clang 14; libclang-rt-dev holds libFuzzer and the sanitizers
 case "${1:-}" in
   "") ;;
   --test)
     packages+=(catch2 python3 chromium python3-jsonschema python3-pil python3-pandas python3-matplotlib
-               python3-nbformat python3-nbclient python3-ipykernel jupyter-nbconvert prometheus "${fuzz_packages[@]}") ;;
+               python3-nbformat python3-nbclient python3-ipykernel jupyter-nbconvert prometheus python3-protobuf "${fuzz_packages[@]}") ;;
   --fuzz) packages+=("${fuzz_packages[@]}") ;;
   *) echo "usage: scripts/install-deps.sh [--test|--fuzz]" >&2; exit 2 ;;
 esac

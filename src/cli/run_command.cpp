@@ -23,6 +23,8 @@
 #include "fmsim/report/training_report.hpp"
 #include "fmsim/rl/rl_iteration.hpp"
 #include "fmsim/topology/placement.hpp"
+#include "fmsim/training/step_simulation.hpp"
+#include "fmsim/workload/chakra_trace.hpp"
 #include "fmsim/workload/memory.hpp"
 #include "fmsim/workload/trace_builder.hpp"
 
@@ -30,7 +32,7 @@ namespace fmsim::cli {
 namespace {
 
 struct RunOptions {
-  std::string scenario_file, json_file, timeline_file, trace_file, out_file, fidelity, prometheus_file;
+  std::string scenario_file, json_file, timeline_file, trace_file, out_file, fidelity, prometheus_file, format, from_file;
   std::vector<std::string> sets;
   bool allow_oom = false;
   MetricsCli metrics;
@@ -156,14 +158,30 @@ std::optional<config::JsonFile> rl_document(const RunOptions& o) {
   return std::nullopt;
 }
 
+/// A trace file as a document: fmsim's JSON, or a Chakra trace (PREFIX or PREFIX.RANK.et) read into the
+/// same form (chakra_trace.hpp).
+config::JsonFile read_trace_document(const std::string& path) {
+  if (!workload::is_chakra_trace(path)) return config::load_json_file(path);
+  config::JsonFile file;
+  file.path = path;
+  file.root = workload::read_chakra_trace(path);
+  return file;
+}
+
 int run_training(const GlobalOptions& globals, const RunOptions& o) {
   const auto started = std::chrono::steady_clock::now();
   const report::MetricsOptions metrics_opts = metrics_options(o.metrics);
   auto catalog = load_catalog(globals);
   if (const auto rl_file = rl_document(o)) return run_rl(catalog, o, *rl_file);
   std::optional<config::JsonFile> trace_file;
-  if (!o.trace_file.empty()) trace_file = config::load_json_file(o.trace_file);
+  if (!o.trace_file.empty()) trace_file = read_trace_document(o.trace_file);
   const workload::Scenario s = load(o, catalog, trace_file);
+  if (trace_file && !trace_file->root.contains("tokens_per_step")) {
+    // A Chakra trace from another tool carries no step totals: they are its scenario's.
+    const workload::StepTotals totals = workload::step_totals(s);
+    trace_file->root["tokens_per_step"] = totals.tokens;
+    trace_file->root["model_flops_per_step"] = totals.model_flops;
+  }
 
   report::TrainingRun run;
   run.scenario = &s;
@@ -227,14 +245,65 @@ int run_training(const GlobalOptions& globals, const RunOptions& o) {
 }
 
 int write_trace(const GlobalOptions& globals, const RunOptions& o) {
+  if (!o.format.empty() && o.format != "json" && o.format != "chakra") {
+    throw InputError("--format '" + o.format + "': expected json (fmsim.trace/1) or chakra (Chakra execution-trace protobuf)");
+  }
+  const bool chakra = o.format == "chakra";
+  if (chakra && o.out_file == "-") throw InputError("--format chakra writes one file per rank: give --out PREFIX, not '-'");
   auto catalog = load_catalog(globals);
-  const workload::Scenario s = load(o, catalog, std::nullopt);
-  auto cluster = topology::build_cluster_graph(s.cluster);
-  auto rank_gpu = topology::place_ranks(cluster, s.parallelism.world(), s.placement, s.seed);
-  workload::Trace trace = workload::build_trace(s, rank_gpu, s.fidelity == workload::Fidelity::full);
-  write_output(o.out_file, workload::trace_to_json(trace).dump() + "\n");
-  progress()->info("wrote the trace of {} ({} nodes on {} ranks, {} fidelity) to {}", s.name, trace.nodes.size(), trace.ranks.size(),
-                   trace.symmetric ? "fast" : "full", o.out_file == "-" ? "stdout" : o.out_file);
+  workload::Trace trace;
+  std::string name;
+  std::optional<hardware::GpuSpec> gpu;
+  if (!o.from_file.empty()) {
+    // Conversion: the trace as it is (checked as the replay checks it), in the other form.
+    if (!o.scenario_file.empty() || !o.sets.empty() || !o.fidelity.empty()) {
+      throw InputError("--from converts a trace as it is: give no scenario, --set or --fidelity with it");
+    }
+    config::JsonFile file = read_trace_document(o.from_file);
+    if (!file.root.contains("tokens_per_step") || !file.root.contains("model_flops_per_step")) {
+      throw InputError(o.from_file + ": the trace carries no tokens_per_step / model_flops_per_step (a Chakra trace from another tool): "
+                       "replay it with fmsim run SCENARIO --trace, which takes them from the scenario");
+    }
+    trace = workload::trace_from_json(file.root, file.path);
+    name = o.from_file;
+    if (trace.scenario.is_object() && trace.scenario.contains("cluster")) {
+      try {
+        gpu = workload::scenario_from_json(trace.scenario, o.from_file + ": /scenario", std::filesystem::path(o.from_file).parent_path(), catalog)
+                  .cluster.gpu;
+      } catch (const InputError&) {
+        gpu.reset();  // durations for Chakra's duration_micros then stay those given in the trace
+      }
+    }
+  } else {
+    if (o.scenario_file.empty()) throw InputError("give a training scenario (or --from TRACE to convert a trace)");
+    RunOptions opts = o;
+    if (chakra && opts.fidelity.empty()) opts.fidelity = "full";  // a Chakra trace holds every rank
+    if (chakra && opts.fidelity != "full") throw InputError("--format chakra holds every rank: --fidelity must be full (its default)");
+    const workload::Scenario s = load(opts, catalog, std::nullopt);
+    auto cluster = topology::build_cluster_graph(s.cluster);
+    auto rank_gpu = topology::place_ranks(cluster, s.parallelism.world(), s.placement, s.seed);
+    trace = workload::build_trace(s, rank_gpu, s.fidelity == workload::Fidelity::full);
+    name = s.name;
+    gpu = s.cluster.gpu;
+  }
+  if (!chakra) {
+    write_output(o.out_file, workload::trace_to_json(trace).dump() + "\n");
+    progress()->info("wrote the trace of {} ({} nodes on {} ranks, {} fidelity) to {}", name, trace.nodes.size(), trace.ranks.size(),
+                     trace.symmetric ? "fast" : "full", o.out_file == "-" ? "stdout" : o.out_file);
+    return 0;
+  }
+  auto duration = [&gpu](const workload::TraceNode& n) {
+    if (n.duration_s >= 0) return n.duration_s;
+    return gpu ? training::compute_node_s(n, *gpu) : 0.0;
+  };
+  const auto files = workload::chakra_files(trace, o.out_file, duration);
+  std::size_t bytes = 0;
+  for (const auto& [path, content] : files) {
+    write_output(path, content);
+    bytes += content.size();
+  }
+  progress()->info("wrote the Chakra trace of {} ({} nodes on {} ranks, {} bytes) to {}.0.et ... {}.{}.et and {}.comm_groups.json", name,
+                   trace.nodes.size(), trace.world, bytes, o.out_file, o.out_file, trace.world - 1, o.out_file);
   return 0;
 }
 
@@ -248,7 +317,7 @@ void register_run(CLI::App& app, const GlobalOptions& globals, Action& action) {
   sub->add_option("--json", o->json_file, "write the result document ('-' = stdout, replaces the summary)");
   sub->add_option("--timeline", o->timeline_file, "write a Chrome trace-event time line (open in Perfetto)");
   sub->add_option("--prometheus", o->prometheus_file, "write Prometheus text metrics (as fmsim report --prometheus)");
-  sub->add_option("--trace", o->trace_file, "replay this trace (fmsim trace output or Chakra-style JSON) instead of building one");
+  sub->add_option("--trace", o->trace_file, "replay this trace (fmsim JSON, or a Chakra trace: PREFIX or PREFIX.RANK.et) instead of building one");
   sub->add_option("--fidelity", o->fidelity, "fast (symmetric ranks, default) or full (every rank; the referee)");
   sub->add_flag("--allow-oom", o->allow_oom, "simulate even when the model does not fit in GPU memory");
   add_metrics_options(sub, o->metrics);
@@ -257,11 +326,13 @@ void register_run(CLI::App& app, const GlobalOptions& globals, Action& action) {
 
 void register_trace(CLI::App& app, const GlobalOptions& globals, Action& action) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* sub = app.add_subcommand("trace", "write the per-rank op graph of one training step (Chakra-style JSON)");
-  sub->add_option("scenario", o->scenario_file, "training scenario (configs/training/*.json)")->required();
-  sub->add_option("--out", o->out_file, "trace file to write ('-' = stdout)")->required();
+  CLI::App* sub = app.add_subcommand("trace", "write the per-rank op graph of one training step (fmsim JSON or Chakra protobuf)");
+  sub->add_option("scenario", o->scenario_file, "training scenario (configs/training/*.json)");
+  sub->add_option("--out", o->out_file, "trace file to write ('-' = stdout); with --format chakra the prefix of its files")->required();
   add_override_options(sub, o->sets, "model.num_hidden_layers=40");
   sub->add_option("--fidelity", o->fidelity, "fast (one rank per pipeline stage, default) or full (every rank)");
+  sub->add_option("--format", o->format, "json (fmsim.trace/1, default) or chakra (PREFIX.RANK.et per rank and PREFIX.comm_groups.json)");
+  sub->add_option("--from", o->from_file, "convert this trace (fmsim JSON, or a Chakra trace's prefix) instead of building one");
   sub->callback([&globals, o, &action] { action = [&globals, o] { return write_trace(globals, *o); }; });
 }
 
