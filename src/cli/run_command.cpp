@@ -176,7 +176,7 @@ int run_training(const GlobalOptions& globals, const RunOptions& o) {
   std::optional<config::JsonFile> trace_file;
   if (!o.trace_file.empty()) trace_file = read_trace_document(o.trace_file);
   const workload::Scenario s = load(o, catalog, trace_file);
-  if (trace_file && !trace_file->root.contains("tokens_per_step")) {
+  if (trace_file && workload::is_chakra_trace(o.trace_file) && !trace_file->root.contains("tokens_per_step")) {
     // A Chakra trace from another tool carries no step totals: they are its scenario's.
     const workload::StepTotals totals = workload::step_totals(s);
     trace_file->root["tokens_per_step"] = totals.tokens;

@@ -417,6 +417,9 @@ const std::map<std::string, pb::CollectiveCommType> kCommTypeOf = {
 
 }  // namespace
 
+// The value types follow Chakra's ET feeder (src/feeder/et_feeder_node.cpp), which ASTRA-sim reads traces
+// with: is_cpu_op bool, num_ops int64, tensor_size uint64, comm_type int64, comm_size int64, comm_src,
+// comm_dst and comm_tag int32; pg_name a string (ASTRA-sim's comm-group file).
 std::vector<std::pair<std::string, std::string>> chakra_files(const Trace& trace, const std::string& prefix,
                                                              const std::function<double(const TraceNode&)>& duration_s) {
   if (trace.symmetric) {
@@ -498,9 +501,10 @@ std::vector<std::pair<std::string, std::string>> chakra_files(const Trace& trace
       } else {
         const bool send = n->type == NodeType::send;
         node.set_type(send ? pb::COMM_SEND_NODE : pb::COMM_RECV_NODE);
-        attr(node, "comm_src", [&](auto& a) { a.set_int64_val(send ? rank : n->peer); });
-        attr(node, "comm_dst", [&](auto& a) { a.set_int64_val(send ? n->peer : rank); });
-        attr(node, "comm_tag", [&](auto& a) { a.set_int64_val(n->tag); });
+        // int32, as Chakra's ET feeder (which ASTRA-sim uses) reads comm_src, comm_dst and comm_tag.
+        attr(node, "comm_src", [&](auto& a) { a.set_int32_val(send ? rank : n->peer); });
+        attr(node, "comm_dst", [&](auto& a) { a.set_int32_val(send ? n->peer : rank); });
+        attr(node, "comm_tag", [&](auto& a) { a.set_int32_val(n->tag); });
         attr(node, "comm_size", [&](auto& a) { a.set_int64_val(std::llround(n->comm_bytes)); });
         if (!integral(n->comm_bytes)) attr(node, "fmsim_comm_size", [&](auto& a) { a.set_double_val(n->comm_bytes); });
       }

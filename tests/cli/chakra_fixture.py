@@ -28,6 +28,23 @@ def varint(n):
             return bytes(out)
 
 
+def decode_all(data):
+    """The length-delimited messages of one .et file, as bytes."""
+    out, pos = [], 0
+    while pos < len(data):
+        length, shift = 0, 0
+        while True:
+            byte = data[pos]
+            pos += 1
+            length |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        out.append(data[pos:pos + length])
+        pos += length
+    return out
+
+
 def encode(message):
     data = message.SerializeToString()
     return varint(len(data)) + data

@@ -64,8 +64,29 @@ with tempfile.TemporaryDirectory() as tmp:
     check(all(filecmp.cmp(f"{tmp}/t.{r}.et", f"{tmp}/again.{r}.et", shallow=False) for r in range(8)),
           "JSON -> Chakra gives the same bytes as writing Chakra directly")
 
-    # --- a trace as Chakra's tools write it ---
+    # --- fmsim's Chakra output with the value types Chakra's ET feeder (ASTRA-sim) reads ---
     pb = chakra_fixture.load_schema(SRC, tmp)
+    feeder_types = {"is_cpu_op": "bool_val", "num_ops": "int64_val", "tensor_size": "uint64_val", "comm_type": "int64_val",
+                    "comm_size": "int64_val", "comm_src": "int32_val", "comm_dst": "int32_val", "comm_tag": "int32_val",
+                    "pg_name": "string_val"}
+    seen = set()
+    for rank in (0, 7):
+        messages = chakra_fixture.decode_all(open(f"{tmp}/t.{rank}.et", "rb").read())
+        meta = pb.GlobalMetadata()
+        meta.ParseFromString(messages[0])
+        check(meta.version == "0.0.4", f"rank {rank}: GlobalMetadata version {meta.version}")
+        for raw in messages[1:]:
+            node = pb.Node()
+            node.ParseFromString(raw)
+            for a in node.attr:
+                if a.name in feeder_types:
+                    seen.add(a.name)
+                    check(a.WhichOneof("value") == feeder_types[a.name], f"rank {rank} node {node.id}: {a.name} is {a.WhichOneof('value')}")
+            if node.type == pb.COMP_NODE and not any(a.name == "is_cpu_op" and a.bool_val for a in node.attr):
+                check(node.duration_micros >= 0, "compute nodes carry duration_micros")
+    check({"is_cpu_op", "num_ops", "comm_type", "comm_size", "pg_name"} <= seen, f"attributes written: {sorted(seen)}")
+
+    # --- a trace as Chakra's tools write it ---
     shape = {"layers": 8, "fwd_us": 25000, "bwd_us": 50000, "grad_bytes": 64 << 20, "p2p_bytes": 1 << 20}
     chakra_fixture.write_trace(pb, f"{tmp}/ext", 8, **shape)
     fmsim("run", SCENARIO, *ONE_NODE, "--trace", f"{tmp}/ext", "--json", f"{tmp}/ext.json")

@@ -66,7 +66,7 @@ TEST_CASE("OpenMetrics: families are declared once, with a unit their name ends 
   CHECK_THROWS_AS(w.sample("undeclared", {}, 0, 1), std::logic_error);
 }
 
-TEST_CASE("--metrics-start and --metrics-label parse or say why not", "[metrics]") {
+TEST_CASE("metrics start times and labels parse or say why not", "[metrics]") {
   CHECK(parse_metrics_start("1767225600") == 1767225600);
   CHECK(parse_metrics_start("2026-01-01T00:00:00Z") == 1767225600);
   CHECK(parse_metrics_start("2026-03-01T12:30:15.5Z") == Approx(1767225600 + (59 * 86400) + 12 * 3600 + 30 * 60 + 15.5));
@@ -83,7 +83,7 @@ TEST_CASE("--metrics-start and --metrics-label parse or say why not", "[metrics]
   CHECK_THROWS_WITH(parse_metrics_label("novalue"), Contains("is not KEY=VALUE"));
 }
 
-TEST_CASE("sample grid: both ends, >= 1 ms apart, bounded; interval sums conserve what was spread", "[metrics]") {
+TEST_CASE("sample grid: both ends, at least 1 ms apart, bounded, and interval sums conserve what was spread", "[metrics]") {
   const auto t = sample_grid(10.0, 11);
   REQUIRE(t.size() == 11);
   CHECK(t.front() == 0);
