@@ -51,18 +51,18 @@ std::string summary(const workload::Scenario& s, const storage::CheckpointConten
   std::snprintf(line, sizeof line, "failures: %.3f per hour (MTBF %.1f h)\n\n", failures_per_hour,
                 failures_per_hour > 0 ? 1.0 / failures_per_hour : 0.0);
   out += line;
-  std::snprintf(line, sizeof line, "%-9s %-5s %10s %9s %10s %9s %8s %8s %9s  %s\n", "strategy", "mode", "save", "stall",
+  std::snprintf(line, sizeof line, "%-14s %-5s %10s %9s %10s %9s %8s %8s %9s  %s\n", "strategy", "mode", "save", "stall",
                 "restore", "interval", "goodput", "failures", "to train", "bottleneck (save)");
   out += line;
   for (const auto& a : rows) {
     if (!a.available) {
-      std::snprintf(line, sizeof line, "%-9s unavailable: %s\n", storage::to_string(a.plan.strategy).c_str(),
+      std::snprintf(line, sizeof line, "%-14s unavailable: %s\n", (a.name.empty() ? storage::to_string(a.plan.strategy) : a.name).c_str(),
                     a.unavailable_reason.c_str());
       out += line;
       continue;
     }
-    std::snprintf(line, sizeof line, "%-9s %-5s %10s %9s %10s %9lld %7.2f%% %8.1f %9s  %s (%.0f%%)\n",
-                  storage::to_string(a.plan.strategy).c_str(), storage::to_string(a.plan.mode).c_str(),
+    std::snprintf(line, sizeof line, "%-14s %-5s %10s %9s %10s %9lld %7.2f%% %8.1f %9s  %s (%.0f%%)\n",
+                  (a.name.empty() ? storage::to_string(a.plan.strategy) : a.name).c_str(), storage::to_string(a.plan.mode).c_str(),
                   units::format_time(a.io.save.time_s).c_str(), units::format_time(a.io.stall_s).c_str(),
                   units::format_time(a.io.restore.time_s).c_str(), a.interval_steps, 100 * a.goodput.goodput,
                   a.goodput.interruptions, days(a.goodput.wall_s).c_str(), a.io.save.bottleneck.c_str(),
@@ -70,6 +70,7 @@ std::string summary(const workload::Scenario& s, const storage::CheckpointConten
     out += line;
   }
   out += "\nsave: start to durable (survives a node loss); stall: training blocked per checkpoint; interval in steps\n";
+  out += "checkpointless: peer copies and in-process recovery (no relaunch; SageMaker HyperPod's checkpointless training)\n";
   return out;
 }
 
@@ -80,12 +81,16 @@ int run_checkpoint(const GlobalOptions& globals, const CheckpointOptions& o) {
   storage::CheckpointPlan plan = storage::read_checkpoint_plan(s);
   const storage::FailureModel failures = storage::read_failure_model(s);
   std::vector<storage::Strategy> strategies = storage::all_strategies();
-  if (!o.strategy.empty()) {
+  // "checkpointless": the peer strategy with in-process recovery (SageMaker HyperPod's checkpointless
+  // training), a row of its own beside the strategies under the scenario's recovery.
+  const bool checkpointless_only = o.strategy == "checkpointless";
+  if (!o.strategy.empty() && !checkpointless_only) {
     auto chosen = storage::parse_strategy(o.strategy);
-    if (!chosen) throw InputError("--strategy '" + o.strategy + "': expected one of " + storage::strategy_names());
+    if (!chosen) throw InputError("--strategy '" + o.strategy + "': expected one of " + storage::strategy_names() + ", checkpointless");
     plan.strategy = *chosen;
     strategies = {*chosen};
   }
+  if (checkpointless_only) strategies.clear();
 
   const auto memory = workload::estimate_memory(s);
   if (memory.oom && !o.allow_oom) {
@@ -120,6 +125,30 @@ int run_checkpoint(const GlobalOptions& globals, const CheckpointOptions& o) {
     }
   }
 
+  if (o.strategy.empty() || checkpointless_only) {
+    // Peer copies at the scenario's interval or Young/Daly's (first order, Daly's optimum does not depend
+    // on the recovery time; copying every step costs a GPU-to-host stall every step).
+    storage::CheckpointPlan candidate = plan;
+    candidate.strategy = storage::Strategy::peer;
+    storage::FailureModel in_process = failures;
+    in_process.recovery = storage::Recovery::in_process;
+    spdlog::info("checkpointless: simulating peer save and restore");
+    try {
+      rows.push_back(storage::assess(s, contents, candidate, in_process, step_time_s, run));
+      rows.back().name = "checkpointless";
+    } catch (const InputError& error) {
+      if (checkpointless_only) throw;
+      storage::Assessment unavailable;
+      unavailable.plan = candidate;
+      unavailable.name = "checkpointless";
+      unavailable.available = false;
+      std::string reason = error.what();
+      if (reason.rfind(s.file + ": ", 0) == 0) reason = reason.substr(s.file.size() + 2);
+      unavailable.unavailable_reason = reason;
+      rows.push_back(unavailable);
+    }
+  }
+
   if (o.json_file != "-" && o.metrics.file != "-") write_output("-", summary(s, contents, step_time_s, run, rate_per_hour, rows));
   if (o.json_file.empty() && o.metrics.file.empty()) return 0;
   nlohmann::json doc;
@@ -138,6 +167,9 @@ int run_checkpoint(const GlobalOptions& globals, const CheckpointOptions& o) {
                      {"detection_s", failures.detection_s},
                      {"relaunch_s", failures.relaunch_s},
                      {"nccl_init_s", failures.nccl_init_s},
+                     {"recovery", storage::to_string(failures.recovery)},
+                     {"in_process_detection_s", failures.in_process_detection_s},
+                     {"in_process_restart_s", failures.in_process_restart_s},
                      {"seed", failures.seed},
                      {"trials", failures.trials}};
   doc["checkpoint_bytes"] = contents.total_bytes;
@@ -171,7 +203,8 @@ void register_checkpoint(CLI::App& app, const GlobalOptions& globals, Action& ac
   auto o = std::make_shared<CheckpointOptions>();
   CLI::App* sub = app.add_subcommand("checkpoint", "checkpoint save/restore time, step stall and goodput under failures, per strategy");
   sub->add_option("scenario", o->scenario_file, "training scenario with an optional checkpoint and failures section")->required();
-  sub->add_option("--strategy", o->strategy, "judge one strategy: fsx, s3, nvme+fsx, nvme+s3 or peer (default: compare all)");
+  sub->add_option("--strategy", o->strategy,
+                  "judge one strategy: fsx, s3, nvme+fsx, nvme+s3, peer or checkpointless (default: compare all)");
   add_override_options(sub, o->sets, "checkpoint.interval_steps=200");
   sub->add_option("--json", o->json_file, "write the result document ('-' = stdout, replaces the summary)");
   sub->add_flag("--allow-oom", o->allow_oom, "assess even when the model does not fit in GPU memory (\"oom\": true)");

@@ -71,7 +71,9 @@ Assessment assess(const workload::Scenario& s, const CheckpointContents& content
   in.interval_s = std::max(a.interval_steps * step_time_s, floor_s);
   in.stall_s = a.io.stall_s;
   in.durable_s = std::max(a.io.save.time_s, a.io.stall_s);
-  in.restart_s = failures.detection_s + failures.relaunch_s + failures.nccl_init_s;
+  in.restart_s = recovery_restart_s(failures);
+  a.recovery = failures.recovery;
+  a.restart_s = in.restart_s;
   in.restore_s = a.io.restore.time_s;
   in.failures_per_s = rate;
   in.seed = failures.seed;
@@ -88,7 +90,7 @@ Assessment assess(const workload::Scenario& s, const CheckpointContents& content
 
 nlohmann::json to_json(const Assessment& a, double step_time_s) {
   nlohmann::json j;
-  j["strategy"] = to_string(a.plan.strategy);
+  j["strategy"] = a.name.empty() ? to_string(a.plan.strategy) : a.name;
   j["available"] = a.available;
   if (!a.available) {
     j["reason"] = a.unavailable_reason;
@@ -111,6 +113,8 @@ nlohmann::json to_json(const Assessment& a, double step_time_s) {
   j["young_daly_interval_s"] = a.young_daly_interval_s;
   j["young_daly_interval_steps"] = a.young_daly_interval_steps;
   j["amortized_stall_per_step_s"] = a.io.stall_s / a.interval_steps;
+  j["recovery"] = to_string(a.recovery);
+  j["restart_s"] = a.restart_s;
   j["goodput"] = a.goodput.goodput;
   j["goodput_method"] = a.goodput.method;
   j["expected_interruptions"] = a.goodput.interruptions;

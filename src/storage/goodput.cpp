@@ -29,11 +29,24 @@ FailureModel read_failure_model(const workload::Scenario& s) {
   m.detection_s = r.quantity_or("detection", units::Dimension::time, m.detection_s);
   m.relaunch_s = r.quantity_or("relaunch", units::Dimension::time, m.relaunch_s);
   m.nccl_init_s = r.quantity_or("nccl_init", units::Dimension::time, m.nccl_init_s);
+  if (r.has("recovery")) {
+    const std::string recovery = r.choice_or("recovery", {"restart", "in_process"}, "restart");
+    m.recovery = recovery == "in_process" ? Recovery::in_process : Recovery::restart;
+  }
+  m.in_process_detection_s = r.quantity_or("in_process_detection", units::Dimension::time, m.in_process_detection_s);
+  m.in_process_restart_s = r.quantity_or("in_process_restart", units::Dimension::time, m.in_process_restart_s);
   m.seed = static_cast<std::uint64_t>(r.int_or("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
   // Each trial replays the whole run; 100,000 already gives the mean to ~0.3 % of its spread.
   m.trials = static_cast<int>(r.int_or("trials", m.trials, 1, 100000));
   r.reject_unknown_keys();
   return m;
+}
+
+std::string to_string(Recovery recovery) { return recovery == Recovery::in_process ? "in_process" : "restart"; }
+
+double recovery_restart_s(const FailureModel& m) {
+  return m.recovery == Recovery::in_process ? m.in_process_detection_s + m.in_process_restart_s + m.nccl_init_s
+                                            : m.detection_s + m.relaunch_s + m.nccl_init_s;
 }
 
 double job_failure_rate_per_s(const FailureModel& m, int gpus, int nodes) {

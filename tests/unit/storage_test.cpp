@@ -147,3 +147,26 @@ TEST_CASE("a run that would never end is refused with the reason", "[storage]") 
   in.failures_per_s = 0.01 * 16384 / 3600.0;  // gpu_failures_per_gpu_hour = 0.01 on 16,384 GPUs
   CHECK_THROWS_AS(simulate_goodput(in), fmsim::InputError);
 }
+
+TEST_CASE("in-process recovery skips the relaunch; goodput rises as recovery shortens", "[storage]") {
+  fmsim::storage::FailureModel m;
+  CHECK(fmsim::storage::recovery_restart_s(m) == Approx(300 + 180 + 30));
+  m.recovery = fmsim::storage::Recovery::in_process;
+  CHECK(fmsim::storage::recovery_restart_s(m) == Approx(30 + 45 + 30));
+  CHECK(fmsim::storage::recovery_restart_s(m) < 120);  // HyperPod: "under 2 minutes"
+  GoodputInputs in;
+  in.work_s = 30 * 86400.0;
+  in.interval_s = 1800;
+  in.stall_s = 1;
+  in.durable_s = 10;
+  in.restore_s = 5;
+  in.failures_per_s = 1 / (3 * 3600.0);
+  in.restart_s = 510;
+  const auto restart = expected_goodput(in);
+  in.restart_s = 105;
+  const auto in_process = expected_goodput(in);
+  CHECK(in_process.goodput > restart.goodput);
+  // The lost work and stalls do not depend on the recovery time; only the recovery does, in proportion.
+  CHECK(in_process.lost_work_s == Approx(restart.lost_work_s));
+  CHECK(in_process.recovery_s / restart.recovery_s == Approx(std::expm1(in.failures_per_s * 110) / std::expm1(in.failures_per_s * 515)));
+}

@@ -26,6 +26,7 @@ struct RunLength {
 RunLength run_length(const workload::Scenario& s, double step_time_s);
 
 struct Assessment {
+  std::string name;                ///< the row's name when not its strategy's (fmsim checkpoint's "checkpointless")
   CheckpointPlan plan;
   bool available = true;
   std::string unavailable_reason;
@@ -34,6 +35,8 @@ struct Assessment {
   double young_daly_interval_s = 0;
   long long young_daly_interval_steps = 0;
   std::string interval_source;     ///< "checkpoint.interval_steps", "checkpoint.interval" or "Young/Daly"
+  Recovery recovery = Recovery::restart;
+  double restart_s = 0;            ///< per failure, before the restore (recovery_restart_s)
   GoodputResult goodput;
   double usd = 0;                  ///< time to train x cluster price (0 when unpriced)
 };
