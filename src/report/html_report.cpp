@@ -78,7 +78,7 @@ using detail::ResultReader;
 // Step breakdown parts, in the order of the text summary, with their colours (Tableau 10).
 const std::vector<std::pair<std::string, std::string>> kBreakdownParts = {
     {"compute", "#4e79a7"}, {"tp_comm", "#f28e2b"}, {"cp_comm", "#e15759"},   {"ep_comm", "#76b7b2"},
-    {"pp_comm", "#59a14f"}, {"dp_comm", "#edc948"}, {"optimizer", "#b07aa1"}, {"bubble", "#bab0ac"}};
+    {"pp_comm", "#59a14f"}, {"dp_comm", "#edc948"}, {"optimizer", "#b07aa1"}, {"host", "#9c755f"}, {"bubble", "#bab0ac"}};
 // Pipeline passes: forward, backward, optimizer.
 const std::vector<std::string> kPassColors = {"#1f77b4", "#2ca02c", "#9467bd"};
 // Memory parts.

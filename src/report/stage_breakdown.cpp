@@ -8,7 +8,7 @@
 namespace fmsim::report {
 
 const std::vector<std::string>& breakdown_keys() {
-  static const std::vector<std::string> keys = {"compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm", "optimizer", "bubble"};
+  static const std::vector<std::string> keys = {"compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm", "optimizer", "host", "bubble"};
   return keys;
 }
 

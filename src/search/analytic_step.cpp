@@ -24,7 +24,7 @@ using workload::NodeType;
 
 std::vector<std::pair<std::string, double>> AnalyticStep::terms() const {
   return {{"compute", compute_s},   {"tp_comm", tp_comm_s}, {"cp_comm", cp_comm_s}, {"ep_comm", ep_comm_s},
-          {"pp_comm", pp_comm_s},   {"dp_comm", dp_comm_s}, {"optimizer", optimizer_s}, {"bubble", bubble_s}};
+          {"pp_comm", pp_comm_s},   {"dp_comm", dp_comm_s}, {"optimizer", optimizer_s}, {"host", 0.0}, {"bubble", bubble_s}};
 }
 
 AnalyticModel::AnalyticModel(const topology::ClusterSpec& cluster) : cluster_(topology::build_cluster_graph(cluster)) {}

@@ -1,5 +1,6 @@
 // Where the step time goes, on one rank's time line: at each instant the rank is computing, running the
-// optimizer, waiting on exposed communication (by kind), or idle (pipeline bubble). Overlapped
+// optimizer, waiting on exposed communication (by kind), waiting on its host thread (the GPU idle while
+// the host is still issuing kernels: a launch-bound step), or idle (pipeline bubble). Overlapped
 // communication costs nothing here, as in a profiler's "exposed" view.
 #include <algorithm>
 #include <array>
@@ -30,28 +31,30 @@ std::map<std::string, double> breakdown_of(const workload::Trace& trace, const S
     int delta;
   };
   std::vector<Event> events;
+  constexpr int kHost = static_cast<int>(kPriority.size());  // the host thread: not GPU time
   for (int id : node_ids) {
     const auto& node = trace.nodes[id];
-    // The host thread's issue work (MoE blocks, moe_host.hpp) is not GPU time: a GPU waiting on it is idle.
-    if (node.stream == "host") continue;
     const double start = r.node_start_s[node.id], end = r.node_end_s[node.id];
     if (!(end > start)) continue;
-    const int cls = class_index(node.category);
+    // The host thread's issue work (host_launch.cpp, moe_host.hpp) is not GPU time: a GPU with nothing
+    // to run while it is busy waits on the host.
+    const int cls = node.stream == "host" ? kHost : class_index(node.category);
     events.push_back({start, cls, +1});
     events.push_back({end, cls, -1});
   }
   std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.time < b.time; });
-  std::array<int, kPriority.size()> active{};
+  std::array<int, kPriority.size() + 1> active{};
   std::array<double, kPriority.size()> owned{};
-  double bubble = 0, now = 0;
+  double bubble = 0, host = 0, now = 0;
   auto credit = [&](double until) {
     if (until <= now) return;
     int owner = -1;
     for (std::size_t i = 0; i < kPriority.size() && owner < 0; ++i) {
       if (active[i] > 0) owner = static_cast<int>(i);
     }
-    if (owner < 0) bubble += until - now;
-    else owned[owner] += until - now;
+    if (owner >= 0) owned[owner] += until - now;
+    else if (active[kHost] > 0) host += until - now;
+    else bubble += until - now;
     now = until;
   };
   for (const auto& e : events) {
@@ -61,6 +64,7 @@ std::map<std::string, double> breakdown_of(const workload::Trace& trace, const S
   credit(end_s);
   std::map<std::string, double> out;
   for (std::size_t i = 0; i < kPriority.size(); ++i) out[workload::to_string(kPriority[i])] = owned[i];
+  out["host"] = host;
   out["bubble"] = bubble;
   return out;
 }
