@@ -77,7 +77,11 @@ json to_json(const ClusterRun& run) {
   for (std::size_t i = 0; i < r.jobs.size(); ++i) {
     const auto& o = r.jobs[i];
     const auto& s = run.jobs[i];
-    jobs.push_back({{"id", s.id}, {"queue", s.queue}, {"nodes", s.nodes}, {"gpus", s.nodes * run.shape.gpus_per_node},
+    json runs = json::array();
+    for (const auto& span : o.runs) {
+      runs.push_back({{"start_s", span.start_s}, {"end_s", span.end_s}, {"nodes", span.nodes}, {"interrupted", span.interrupted}});
+    }
+    jobs.push_back({{"id", s.id}, {"queue", s.queue}, {"nodes", s.nodes}, {"gpus", s.nodes * run.shape.gpus_per_node}, {"runs", runs},
                     {"submit_s", s.submit_s}, {"duration_s", o.duration_s}, {"start_s", o.first_start_s}, {"end_s", o.end_s},
                     {"wait_s", o.first_start_s - s.submit_s}, {"completion_s", o.end_s - s.submit_s},
                     {"restarts", o.restarts}, {"lost_s", o.lost_s}, {"switches_spanned", o.groups_spanned},

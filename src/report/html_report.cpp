@@ -23,10 +23,13 @@ std::string result_schema(const json& doc, const std::string& file) {
     throw InputError(file + ": a serving result with \"oom\": true (fmsim serve --allow-oom): nothing was simulated, so there is nothing to report: " +
                      doc["oom_reason"].get<std::string>());
   }
-  if (schema == "fmsim.run/1" || schema == "fmsim.serve/1" || schema == "fmsim.checkpoint/1" || schema == "fmsim.rl/1") return schema;
+  if (schema == "fmsim.run/1" || schema == "fmsim.serve/1" || schema == "fmsim.checkpoint/1" || schema == "fmsim.rl/1" ||
+      schema == "fmsim.cluster/1") {
+    return schema;
+  }
   throw InputError(file + ": /schema is \"" + schema +
-                   "\"; expected a result of fmsim run (fmsim.run/1, or fmsim.rl/1 for an RL scenario), serve (fmsim.serve/1) or checkpoint "
-                   "(fmsim.checkpoint/1)");
+                   "\"; expected a result of fmsim run (fmsim.run/1, or fmsim.rl/1 for an RL scenario), serve (fmsim.serve/1), checkpoint "
+                   "(fmsim.checkpoint/1) or cluster (fmsim.cluster/1)");
 }
 
 std::string with_unit(double value, const std::string& unit) { return svg::compact_number(value) + " " + unit; }
@@ -200,6 +203,7 @@ std::string html_report(const json& result, const std::string& file) {
   if (schema == "fmsim.run/1") return run_page(r);
   if (schema == "fmsim.serve/1") return detail::serve_page(r);
   if (schema == "fmsim.rl/1") return detail::rl_page(r);
+  if (schema == "fmsim.cluster/1") return detail::cluster_page(r);
   return detail::checkpoint_page(r);
 }
 

@@ -180,6 +180,22 @@ void rl_series(Exposition& e, const detail::ResultReader& r) {
   e.add("fmsim_rl_weight_sync_bytes", "Bytes of the policy copy moved into the rollout engine per iteration.", r.number("/weight_sync_bytes"));
 }
 
+/// A shared-cluster run (fmsim.cluster/1): its totals and distributions.
+void cluster_series(Exposition& e, const detail::ResultReader& r) {
+  e.add("fmsim_cluster_makespan_seconds", "First submission to last completion.", r.number("/makespan_s"));
+  e.add("fmsim_cluster_utilization_ratio", "Share of the cluster's GPU-hours held by jobs.", r.number("/utilization"));
+  e.add("fmsim_cluster_idle_while_waiting_ratio", "Share of capacity idle while jobs waited.", r.number("/idle_while_waiting"));
+  e.add("fmsim_cluster_lost_to_failures_ratio", "Share of capacity lost to failures.", r.number("/lost_to_failures"));
+  e.add("fmsim_cluster_jobs_completed", "Jobs completed.", r.number("/completed"));
+  e.add("fmsim_cluster_node_failures", "Node failures over the run.", r.number("/failures/node_failures"));
+  for (const auto& [key, name] : std::vector<std::pair<std::string, std::string>>{{"wait_s", "fmsim_cluster_queueing_delay_seconds"},
+                                                                                 {"completion_s", "fmsim_cluster_job_completion_seconds"}}) {
+    for (const auto& [p, q] : std::vector<std::pair<std::string, std::string>>{{"p50", "0.5"}, {"p90", "0.9"}, {"p99", "0.99"}, {"max", "1"}}) {
+      e.add(name, "Distribution over the trace's jobs.", r.number("/" + key + "/" + p), {{"quantile", q}});
+    }
+  }
+}
+
 }  // namespace
 
 std::string prometheus_text(const json& result, const std::string& file) {
@@ -192,6 +208,7 @@ std::string prometheus_text(const json& result, const std::string& file) {
   if (schema == "fmsim.run/1") run_series(e, r);
   else if (schema == "fmsim.serve/1") serve_series(e, r);
   else if (schema == "fmsim.rl/1") rl_series(e, r);
+  else if (schema == "fmsim.cluster/1") cluster_series(e, r);
   else checkpoint_series(e, r);
   return e.text();
 }

@@ -113,6 +113,7 @@ std::string section(const std::string& id, const std::string& heading, const std
 
 std::string serve_page(const ResultReader& r);
 std::string checkpoint_page(const ResultReader& r);
+std::string cluster_page(const ResultReader& r);
 std::string rl_page(const ResultReader& r);
 
 }  // namespace fmsim::report::detail

@@ -41,7 +41,7 @@ double tick_step(double max, int target = 6) {
 /// Axis line, ticks and labels under a plot of `height` pixels for values 0..axis_max.
 std::string axis(double top, double height, double axis_max, double scale, const std::string& unit) {
   std::ostringstream s;
-  const double step = tick_step(axis_max);
+  const double step = tick_step(axis_max / scale) * scale;  // round numbers in the unit shown (days, GB)
   const double y = top + height;
   s << "<line x1='" << kLabelWidth << "' y1='" << num(y) << "' x2='" << kLabelWidth + kPlotWidth << "' y2='" << num(y)
     << "' stroke='#555'/>";
@@ -112,10 +112,15 @@ std::string stacked_rows(const std::string& id, const std::vector<Row>& rows, do
 
 std::string timeline(const std::string& id, const std::vector<Lane>& lanes, double end_s, const std::vector<std::string>& colors) {
   const bool ms = end_s < 1;
-  const double scale = ms ? 1e-3 : 1, top = 6, plot_height = lanes.size() * kRowHeight;
+  return timeline(id, lanes, end_s, colors, ms ? 1e-3 : 1, ms ? "ms" : "s");
+}
+
+std::string timeline(const std::string& id, const std::vector<Lane>& lanes, double end_s, const std::vector<std::string>& colors,
+                     double scale, const std::string& unit) {
+  const double top = 6, plot_height = lanes.size() * kRowHeight;
   const double axis_max = end_s > 0 ? end_s : 1;
   std::ostringstream s;
-  s << open_svg(id, top + plot_height + kAxisHeight + 4) << axis(top, plot_height, axis_max, scale, ms ? "ms" : "s");
+  s << open_svg(id, top + plot_height + kAxisHeight + 4) << axis(top, plot_height, axis_max, scale, unit);
   for (std::size_t i = 0; i < lanes.size(); ++i) {
     const double y = top + i * kRowHeight;
     s << "<text x='" << kLabelWidth - 8 << "' y='" << num(y + kRowHeight * 0.65) << "' text-anchor='end' class='label'>"
@@ -127,6 +132,36 @@ std::string timeline(const std::string& id, const std::vector<Lane>& lanes, doub
         << "' fill='" << colors.at(static_cast<std::size_t>(span.style) % colors.size()) << "'><title>" << markup_escape(span.title)
         << "</title></rect>";
     }
+  }
+  s << "</svg>";
+  return s.str();
+}
+
+std::string step_area(const std::string& id, const std::vector<std::pair<double, double>>& points, double end_s, double x_scale,
+                      const std::string& x_unit, double ceiling, const std::string& ceiling_label, const std::string& color) {
+  const double top = 18, plot_height = 120;
+  const double axis_max = end_s > 0 ? end_s : 1;
+  double y_max = ceiling;
+  for (const auto& p : points) y_max = std::max(y_max, p.second);
+  if (!(y_max > 0)) y_max = 1;
+  auto x_of = [&](double t) { return kLabelWidth + kPlotWidth * std::clamp(t, 0.0, axis_max) / axis_max; };
+  auto y_of = [&](double v) { return top + plot_height * (1 - v / y_max); };
+  std::ostringstream s;
+  s << open_svg(id, top + plot_height + kAxisHeight + 4) << axis(top, plot_height, axis_max, x_scale, x_unit);
+  s << "<text x='" << kLabelWidth - 8 << "' y='" << num(top + 10) << "' text-anchor='end' class='label'>" << compact_number(y_max) << "</text>";
+  s << "<text x='" << kLabelWidth - 8 << "' y='" << num(top + plot_height) << "' text-anchor='end' class='label'>0</text>";
+  s << "<path fill='" << color << "' fill-opacity='0.6' stroke='" << color << "' d='M" << num(x_of(0)) << " " << num(y_of(0));
+  double last = 0;
+  for (const auto& [t, v] : points) {
+    s << " L" << num(x_of(t)) << " " << num(y_of(last)) << " L" << num(x_of(t)) << " " << num(y_of(v));
+    last = v;
+  }
+  s << " L" << num(x_of(axis_max)) << " " << num(y_of(last)) << " L" << num(x_of(axis_max)) << " " << num(y_of(0)) << " Z'/>";
+  if (ceiling > 0) {
+    s << "<line class='limit' x1='" << num(kLabelWidth) << "' y1='" << num(y_of(ceiling)) << "' x2='" << num(kLabelWidth + kPlotWidth)
+      << "' y2='" << num(y_of(ceiling)) << "' stroke='#c00' stroke-width='2' stroke-dasharray='6 3'/><text x='"
+      << num(kLabelWidth + kPlotWidth) << "' y='" << num(y_of(ceiling) - 4) << "' text-anchor='end' class='limit-label'>"
+      << markup_escape(ceiling_label) << "</text>";
   }
   s << "</svg>";
   return s.str();

@@ -73,6 +73,34 @@ def the_result_validates_and_the_timeline_holds_every_run():
 
 
 @test
+def per_job_runs_add_up_and_the_html_report_draws_them():
+    out, html = os.path.join(TMP, "runs.json"), os.path.join(TMP, "cluster.html")
+    proc = run("cluster", CLUSTER, TRACE, "--json", out, "--node-failures-per-node-hour", "0.002")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.load(open(out))
+    held = 0.0
+    interrupted = 0
+    for job in doc["per_job"]:
+        runs = job["runs"]
+        assert runs and runs[0]["start_s"] == job["start_s"] and runs[-1]["end_s"] == job["end_s"], job["id"]
+        assert all(len(r["nodes"]) == job["nodes"] for r in runs), job["id"]
+        assert sum(r["interrupted"] for r in runs) == job["restarts"] and not runs[-1]["interrupted"], job["id"]
+        interrupted += job["restarts"]
+        held += sum((r["end_s"] - r["start_s"]) * len(r["nodes"]) for r in runs)
+    assert interrupted > 0, "the failure rate should interrupt some runs"
+    assert abs(held * 8 / 3600 - doc["gpu_hours"]["busy"]) < 1e-6 * doc["gpu_hours"]["busy"], (held, doc["gpu_hours"])
+    proc = run("report", out, "--html", html, "--prometheus", os.path.join(TMP, "cluster.prom"))
+    assert proc.returncode == 0, proc.stderr
+    page = open(html).read()
+    assert "id='cluster-busy'" in page and "id='cluster-timeline'" in page and "Queues" in page
+    assert page.count(">node ") == 16, page.count(">node ")  # a track per node of the 16-node cluster
+    cut = sum(len(r["nodes"]) for job in doc["per_job"] for r in job["runs"] if r["interrupted"])
+    assert page.count("fill='#e15759'") == cut, (page.count("fill='#e15759'"), cut)  # each interrupted run on each of its nodes
+    prom = open(os.path.join(TMP, "cluster.prom")).read()
+    assert f'fmsim_cluster_jobs_completed{{scenario="",simulated="true"}} {doc["completed"]}' in prom, prom[:400]
+
+
+@test
 def scenario_jobs_run_at_their_simulated_step_time_where_they_are_placed():
     # 16 p5 under leaf switches of 4 nodes, 4:1 oversubscribed: where a job lands changes what it crosses.
     cluster = write(TMP, "os4.json", json.dumps({"name": "p5-16node-os4", "description": "test", "instance_type": "p5.48xlarge",

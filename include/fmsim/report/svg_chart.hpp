@@ -44,6 +44,14 @@ struct Lane {
 
 /// Lanes of spans on a time axis from 0 to `end_s` (seconds, shown in ms below 1 s).
 std::string timeline(const std::string& id, const std::vector<Lane>& lanes, double end_s, const std::vector<std::string>& colors);
+/// The same with the axis in `unit`, seconds divided by `scale` (3600, "hours").
+std::string timeline(const std::string& id, const std::vector<Lane>& lanes, double end_s, const std::vector<std::string>& colors,
+                     double scale, const std::string& unit);
+
+/// A step function over time, filled beneath: (time s, value) at each change, held until the next and to
+/// `end_s`; the horizontal axis in `x_unit` (seconds / x_scale), a line at `ceiling` (the capacity).
+std::string step_area(const std::string& id, const std::vector<std::pair<double, double>>& points, double end_s, double x_scale,
+                      const std::string& x_unit, double ceiling, const std::string& ceiling_label, const std::string& color);
 
 /// An HTML legend: a coloured square and a label per part (the part's value when `with_values`).
 std::string legend(const std::vector<Part>& parts, double scale = 1, const std::string& unit = "", bool with_values = false);
