@@ -1,4 +1,5 @@
-// Job traces for `fmsim cluster` (job_trace.hpp): JSON Lines, one job per line, checked line by line.
+// Job traces for `fmsim cluster` (job_trace.hpp): JSON Lines, one job per line, checked line by line;
+// `sacct --parsable2` exports here, `sacct --json` ones in sacct_json.cpp.
 #include "fmsim/cluster/job_trace.hpp"
 
 #include <algorithm>
@@ -10,12 +11,13 @@
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
 #include "fmsim/config/object_reader.hpp"
+#include "sacct_support.hpp"
 
 namespace fmsim::cluster {
 
 namespace {
 
-constexpr std::size_t kMaxJobs = 1000000;
+using detail::kMaxJobs;
 constexpr double kMaxSeconds = 3.2e9;  // about 100 years: beyond it a run never ends in any useful sense
 
 /// A time key: a quantity ("90m", "2h") or a number of seconds.
@@ -153,12 +155,7 @@ std::vector<JobSpec> read_sacct(std::istream& in, const std::string& file, int c
     jobs.push_back(std::move(job));
     if (jobs.size() > kMaxJobs) throw InputError(where + ": more than " + std::to_string(kMaxJobs) + " jobs (the most one run simulates)");
   }
-  if (jobs.empty()) throw InputError(file + ": the sacct export holds no job that ran");
-  double first = jobs.front().submit_s;
-  for (const auto& job : jobs) first = std::min(first, job.submit_s);
-  for (auto& job : jobs) job.submit_s -= first;
-  std::stable_sort(jobs.begin(), jobs.end(), [](const JobSpec& a, const JobSpec& b) { return a.submit_s < b.submit_s; });
-  return jobs;
+  return detail::from_first_submission(std::move(jobs), file);
 }
 
 }  // namespace
@@ -173,6 +170,14 @@ std::vector<JobSpec> read_job_trace(const std::filesystem::path& path, int gpus_
     in.clear();
     in.seekg(0);
     if (first.rfind("JobID|", 0) == 0) return read_sacct(in, path.string(), cluster_nodes);
+  }
+  // `sacct --json`: one JSON document {"jobs": [...]} (a JSON Lines trace of several jobs is not one document).
+  if (in.peek() == '{' || in.peek() == ' ' || in.peek() == '\n') {
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+    if (!doc.is_discarded() && detail::is_sacct_json(doc)) return detail::read_sacct_json(doc, path.string(), cluster_nodes);
+    in.clear();
+    in.seekg(0);
   }
   std::vector<JobSpec> jobs;
   std::string line;

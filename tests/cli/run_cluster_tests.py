@@ -142,6 +142,34 @@ def a_sacct_export_replays_as_a_trace():
 
 
 @test
+def a_sacct_json_export_replays_as_its_parsable2_twin():
+    pairs = [os.path.join(CONFIGS, "cluster", "sacct-example." + ext) for ext in ("json", "txt")]
+    docs = [run_json("cluster", CLUSTER, path) for path in pairs]
+    key = lambda d: [(j["id"], j["queue"], j["nodes"], j["submit_s"], j["duration_s"], j["start_s"]) for j in d["per_job"]]
+    assert key(docs[0]) == key(docs[1]) and docs[0]["makespan_s"] == docs[1]["makespan_s"], (key(docs[0]), key(docs[1]))
+    # Slurm 21.08's form (data_parser v0.0.37): state a string, time.limit and priority plain numbers.
+    old = {"jobs": [{"job_id": 7, "partition": "gpu", "allocation_nodes": 2, "priority": 10, "state": {"current": "COMPLETED"},
+                     "time": {"submission": 1700000000, "elapsed": 3600, "limit": 120}},
+                    {"job_id": 8, "partition": "gpu", "allocation_nodes": 1, "state": {"current": "CANCELLED"},
+                     "time": {"submission": 1700000100, "elapsed": 0, "limit": 60}},
+                    {"job_id": 9, "partition": "gpu", "allocation_nodes": 4, "state": {"current": "COMPLETED"},
+                     "time": {"submission": 1700000600, "elapsed": 1800, "limit": 30}}]}
+    path = write(TMP, "sacct-2108.json", json.dumps(old))
+    doc = run_json("cluster", CLUSTER, path)
+    assert [(j["id"], j["submit_s"], j["duration_s"], j["nodes"]) for j in doc["per_job"]] == [("7", 0, 3600, 2), ("9", 600, 1800, 4)], doc["per_job"]
+    out = os.path.join(TMP, "bad-sacct.json")
+    missing = {"jobs": [{"job_id": 1, "state": {"current": ["COMPLETED"]}, "time": {"submission": 1, "elapsed": 5}}]}
+    expect_bad_input(["cluster", CLUSTER, write(TMP, "sacct-missing.json", json.dumps(missing)), "--json", out],
+                     ["sacct-missing.json", "/jobs/0/allocation_nodes", "node count"], out)
+    huge = {"jobs": [{"job_id": 1, "allocation_nodes": 99, "state": {"current": ["COMPLETED"]}, "time": {"submission": 1, "elapsed": 5}}]}
+    expect_bad_input(["cluster", CLUSTER, write(TMP, "sacct-huge.json", json.dumps(huge)), "--json", out],
+                     ["/jobs/0/allocation_nodes", "99", "never start"], out)
+    weird = {"jobs": [{"job_id": 1, "allocation_nodes": 1, "state": {"current": ["COMPLETED"]}, "time": {"submission": 1, "elapsed": "soon"}}]}
+    expect_bad_input(["cluster", CLUSTER, write(TMP, "sacct-weird.json", json.dumps(weird)), "--json", out],
+                     ["/jobs/0/time/elapsed", "soon"], out)
+
+
+@test
 def bad_traces_and_options_exit_2():
     out = os.path.join(TMP, "bad.json")
     cases = [

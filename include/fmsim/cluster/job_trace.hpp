@@ -28,7 +28,8 @@ struct JobSpec {
 /// trace (InputError naming the file, the line and the key); jobs come back ordered by submit time.
 /// A file whose first line starts with "JobID|" is a `sacct --parsable2` export instead (columns JobID,
 /// Submit, Elapsed, NNodes, and optionally Timelimit, Partition, Priority, State): job steps and jobs that
-/// never ran are skipped, submit times count from the earliest.
+/// never ran are skipped, submit times count from the earliest. A file that is one JSON document with a
+/// "jobs" list is a `sacct --json` export (Slurm 21.08 to 25.x; sacct_json.cpp), read the same way.
 std::vector<JobSpec> read_job_trace(const std::filesystem::path& path, int gpus_per_node, int cluster_nodes);
 
 }  // namespace fmsim::cluster
