@@ -17,6 +17,7 @@
 #include "fmsim/topology/cluster_spec.hpp"
 #include "fmsim/units/quantity.hpp"
 
+#include "fmsim/cluster/topology_conf.hpp"
 #include "metrics_options.hpp"
 
 namespace fmsim::cli {
@@ -24,7 +25,7 @@ namespace {
 
 struct ClusterOptions {
   std::string cluster_file, jobs_file, policy = "backfill", placement = "topology", json_file, timeline_file;
-  std::string repair = "4h", restart = "10min";
+  std::string repair = "4h", restart = "10min", topology_conf;
   double failures_per_node_hour = 0;
   std::uint64_t seed = 1;
   MetricsCli metrics;
@@ -56,6 +57,14 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   run.shape.gpus_per_node = spec.gpus_per_node;
   run.shape.nodes_per_leaf = spec.fabric.nodes_per_leaf;
   run.shape.nodes_per_domain = spec.nvlink_domain_nodes;
+  if (!o.topology_conf.empty()) {
+    // Slurm's own view of the switches (or blocks) places the jobs; steps are still simulated on the
+    // cluster file's fabric.
+    const auto topology = cluster::read_topology_conf(o.topology_conf, spec.nodes);
+    run.shape.node_group = topology.node_group;
+    spdlog::info("{}: {} {} over {} nodes", o.topology_conf, topology.group_names.size(),
+                 topology.plugin == "tree" ? "leaf switches" : "blocks", topology.node_names.size());
+  }
   if (o.policy != "fifo" && o.policy != "backfill" && o.policy != "priority") {
     throw InputError("--policy '" + o.policy + "': expected fifo, backfill or priority");
   }
@@ -101,6 +110,7 @@ void register_cluster(CLI::App& app, const GlobalOptions& globals, Action& actio
   sub->add_option("--repair", o->repair, "time a failed node is out (default 4h)");
   sub->add_option("--restart", o->restart, "an interrupted job's restart cost (default 10min)");
   sub->add_option("--seed", o->seed, "seed of the failure draws")->check(CLI::NonNegativeNumber);
+  sub->add_option("--topology-conf", o->topology_conf, "Slurm topology.conf: leaf switches (topology/tree) or blocks (topology/block) for placement");
   sub->add_option("--json", o->json_file, "write the result (fmsim.cluster/1; '-' = stdout, replaces the summary)");
   sub->add_option("--timeline", o->timeline_file, "write a Chrome trace with a track per node (Perfetto)");
   add_metrics_options(sub, o->metrics);

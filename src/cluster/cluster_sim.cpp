@@ -35,7 +35,7 @@ class Simulation {
  public:
   Simulation(const ClusterShape& shape, std::vector<JobSpec> jobs, const SimOptions& options)
       : shape_(shape), jobs_(std::move(jobs)), options_(options), rng_(options.failures.seed), node_(shape.nodes, kFree),
-        group_free_((shape.nodes + shape.group_nodes() - 1) / shape.group_nodes(), 0), state_(jobs_.size()) {
+        group_free_(shape.groups(), 0), members_(shape.group_members()), state_(jobs_.size()) {
     for (int n = 0; n < shape.nodes; ++n) ++group_free_[group_of(n)];
     free_ = shape.nodes;
     result_.jobs.resize(jobs_.size());
@@ -78,7 +78,7 @@ class Simulation {
     std::vector<int> nodes;
   };
 
-  int group_of(int node) const { return node / shape_.group_nodes(); }
+  int group_of(int node) const { return shape_.group_of(node); }
   int groups() const { return static_cast<int>(group_free_.size()); }
 
   void push(double time, EventKind kind, int index, int run = 0) { events_.push({time, kind, seq_++, index, run}); }
@@ -188,8 +188,8 @@ class Simulation {
     std::vector<int> chosen;
     chosen.reserve(count);
     auto take_from = [&](int g, int want) {
-      const int first = g * shape_.group_nodes(), last = std::min(shape_.nodes, first + shape_.group_nodes());
-      for (int n = first; n < last && want > 0; ++n) {
+      for (int n : members_[g]) {
+        if (want <= 0) break;
         if (node_[n] == kFree) {
           chosen.push_back(n);
           --want;
@@ -261,7 +261,7 @@ class Simulation {
       std::set<int> spanned;
       for (int n : s.nodes) spanned.insert(group_of(n));
       outcome.groups_spanned = static_cast<int>(spanned.size());
-      outcome.min_groups = (jobs_[j].nodes + shape_.group_nodes() - 1) / shape_.group_nodes();
+      outcome.min_groups = shape_.min_groups(jobs_[j].nodes);
     }
     push(now + s.overhead_s + s.remaining_s, EventKind::finish, j, s.run);
   }
@@ -331,6 +331,7 @@ class Simulation {
   long long seq_ = 0;
   std::vector<int> node_;        ///< job index, kFree or kDown
   std::vector<int> group_free_;  ///< free nodes per leaf switch (or NVLink domain)
+  std::vector<std::vector<int>> members_;  ///< the nodes of each group
   std::vector<JobState> state_;
   std::set<int> queue_;          ///< waiting jobs, by trace index (= arrival order)
   std::set<int> running_;
@@ -344,6 +345,30 @@ class Simulation {
 
 ClusterResult simulate_cluster(const ClusterShape& shape, const std::vector<JobSpec>& jobs, const SimOptions& options) {
   return Simulation(shape, jobs, options).run();
+}
+
+int ClusterShape::groups() const {
+  if (node_group.empty()) return (nodes + group_nodes() - 1) / group_nodes();
+  return node_group.empty() ? 0 : *std::max_element(node_group.begin(), node_group.end()) + 1;
+}
+
+std::vector<std::vector<int>> ClusterShape::group_members() const {
+  std::vector<std::vector<int>> members(groups());
+  for (int n = 0; n < nodes; ++n) members[group_of(n)].push_back(n);
+  return members;
+}
+
+int ClusterShape::min_groups(int count) const {
+  std::vector<std::size_t> sizes;
+  for (const auto& m : group_members()) sizes.push_back(m.size());
+  std::sort(sizes.rbegin(), sizes.rend());
+  int groups_needed = 0;
+  for (std::size_t size : sizes) {
+    if (count <= 0) break;
+    count -= static_cast<int>(size);
+    ++groups_needed;
+  }
+  return groups_needed;
 }
 
 std::string to_string(Policy policy) {

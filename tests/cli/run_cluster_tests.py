@@ -170,6 +170,36 @@ def a_sacct_json_export_replays_as_its_parsable2_twin():
 
 
 @test
+def a_slurm_topology_conf_gives_the_placement_groups():
+    # The shipped 2-leaf layout of p5-16node as topology.conf: the same run as without it.
+    same = write(TMP, "p5-16.conf", "SwitchName=a Nodes=p5-[01-08]\nSwitchName=b Nodes=p5-[09-16]  # comment\nSwitchName=top Switches=a,b\n")
+    plain, conf = run_json("cluster", CLUSTER, TRACE), run_json("cluster", CLUSTER, TRACE, "--topology-conf", same)
+    assert [j["start_s"] for j in plain["per_job"]] == [j["start_s"] for j in conf["per_job"]] and plain["makespan_s"] == conf["makespan_s"]
+    # Uneven leaf switches (12 + 4 nodes): an 8-node job fits under one switch, and topology placement
+    # keeps it there; the switches a 16-node job needs are 2.
+    uneven = write(TMP, "uneven.conf", "SwitchName=big Nodes=n[1-12]\nSwitchName=small Nodes=n13,n14,n[15-16]\n")
+    jobs = write(TMP, "two.jsonl", json.dumps({"id": "a", "nodes": 8, "duration": "1h"}) + "\n" +
+                 json.dumps({"id": "b", "nodes": 16, "submit": 7200, "duration": "1h"}) + "\n")
+    doc = run_json("cluster", CLUSTER, jobs, "--topology-conf", uneven)
+    a, b = doc["per_job"]
+    assert a["switches_needed"] == a["switches_spanned"] == 1 and max(a["runs"][0]["nodes"]) < 12, a
+    assert b["switches_needed"] == 2 and b["switches_spanned"] == 2, b
+    # Blocks (topology/block, NVLink domains) read the same way.
+    blocks = write(TMP, "blocks.conf", "BlockName=b1 Nodes=gb[001-008]\nBlockName=b2 Nodes=gb[009-016]\nBlockSizes=8,16\n")
+    assert run_json("cluster", CLUSTER, TRACE, "--topology-conf", blocks)["makespan_s"] == plain["makespan_s"]
+    out = os.path.join(TMP, "bad-topology.json")
+    for text, expected in [("SwitchName=a Nodes=n[1-8]\nSwitchName=b Nodes=n[8-16]\n", ["bad.conf:2", "n8", "already in a"]),
+                           ("SwitchName=a Nodes=n[1-8]\n", ["bad.conf", "places 8 nodes", "16"]),
+                           ("SwitchName=a Nodes=n[1-16] Speed=100\n", ["bad.conf:1", "Speed", "unknown key"]),
+                           ("SwitchName=a Nodes=n[8-1]\n", ["bad.conf:1", "runs backwards"]),
+                           ("SwitchName=a Nodes=n[1-16\n", ["bad.conf:1", "without its ']'"]),
+                           ("NodeName=n1 Switch=a\n", ["bad.conf:1", "NodeName", "SwitchName"]),
+                           ("SwitchName=a Nodes=n[1-8]\nBlockName=b Nodes=n[9-16]\n", ["bad.conf:2", "mixes"])]:
+        path = write(TMP, "bad.conf", text)
+        expect_bad_input(["cluster", CLUSTER, TRACE, "--topology-conf", path, "--json", out], expected, out)
+
+
+@test
 def bad_traces_and_options_exit_2():
     out = os.path.join(TMP, "bad.json")
     cases = [

@@ -27,7 +27,16 @@ struct ClusterShape {
   int gpus_per_node = 8;
   int nodes_per_leaf = 16;   ///< leaf switch (rail group) size
   int nodes_per_domain = 1;  ///< NVLink domain (18 instances of a GB200 NVL72; 1 for 8-GPU instances)
+  /// The placement group (leaf switch or block) of each node, when a Slurm topology.conf gives them
+  /// (topology_conf.hpp); empty: consecutive groups of group_nodes().
+  std::vector<int> node_group;
   int group_nodes() const { return nodes_per_domain > 1 ? nodes_per_domain : nodes_per_leaf; }
+  int group_of(int node) const { return node_group.empty() ? node / group_nodes() : node_group[node]; }
+  int groups() const;
+  /// The nodes of each group, in node order.
+  std::vector<std::vector<int>> group_members() const;
+  /// The fewest groups `count` nodes fit in (the largest groups first).
+  int min_groups(int count) const;
 };
 
 struct FailureModel {

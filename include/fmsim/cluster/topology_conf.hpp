@@ -1,0 +1,29 @@
+#pragma once
+// A Slurm topology.conf as the scheduler's view of the cluster (`fmsim cluster --topology-conf FILE`):
+// topology/tree lines `SwitchName=S Nodes=HOSTLIST` (leaf switches; `Switches=` lines above them are
+// read and not needed for placement) or topology/block lines `BlockName=B Nodes=HOSTLIST` (NVLink domains,
+// Slurm 23.11+; `BlockSizes=` is read and ignored). Hostlists are Slurm's: `p5-[001-016]`, `gpu[1-4,7]`,
+// `a,b,c`, several bracket groups per name. Nodes are numbered in order of first appearance and must be the
+// cluster's node count. docs/formats.md, "Slurm topology.conf".
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace fmsim::cluster {
+
+struct SlurmTopology {
+  std::string plugin;                    ///< "tree" or "block"
+  std::vector<std::string> group_names;  ///< leaf switches or blocks, in file order
+  std::vector<std::string> node_names;   ///< by node index
+  std::vector<int> node_group;           ///< by node index: its group
+};
+
+/// Throws InputError naming the file, the line and what is wrong (an unknown key, a malformed hostlist, a
+/// node under two leaf switches, a node count other than the cluster's).
+SlurmTopology read_topology_conf(const std::filesystem::path& path, int cluster_nodes);
+
+/// Slurm hostlist expansion: "node[01-03,7]" -> node01 node02 node03 node7. Throws std::invalid_argument
+/// with the reason.
+std::vector<std::string> expand_hostlist(const std::string& hostlist);
+
+}  // namespace fmsim::cluster

@@ -1,0 +1,151 @@
+// Slurm topology.conf reading (topology_conf.hpp).
+#include "fmsim/cluster/topology_conf.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
+
+namespace fmsim::cluster {
+
+namespace {
+
+constexpr std::size_t kMaxHosts = 1 << 20;
+
+/// Splits at commas outside brackets.
+std::vector<std::string> top_level_items(const std::string& text) {
+  std::vector<std::string> items;
+  int depth = 0;
+  std::string current;
+  for (char c : text) {
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (depth < 0) throw std::invalid_argument("a ']' without its '['");
+    if (c == ',' && depth == 0) {
+      items.push_back(current);
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (depth != 0) throw std::invalid_argument("a '[' without its ']'");
+  items.push_back(current);
+  return items;
+}
+
+long long parse_index(const std::string& text) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) {
+    throw std::invalid_argument("'" + text + "' is not a number");
+  }
+  return std::stoll(text);
+}
+
+/// One name with bracket groups: the first group expanded, the rest recursively.
+void expand_one(const std::string& name, std::vector<std::string>& out) {
+  const auto open = name.find('[');
+  if (open == std::string::npos) {
+    if (name.empty()) throw std::invalid_argument("an empty host name");
+    out.push_back(name);
+    return;
+  }
+  const auto close = name.find(']', open);
+  const std::string prefix = name.substr(0, open), rest = name.substr(close + 1), inside = name.substr(open + 1, close - open - 1);
+  std::stringstream ranges(inside);
+  std::string range;
+  while (std::getline(ranges, range, ',')) {
+    const auto dash = range.find('-');
+    const std::string lo_text = dash == std::string::npos ? range : range.substr(0, dash);
+    const std::string hi_text = dash == std::string::npos ? range : range.substr(dash + 1);
+    const long long lo = parse_index(lo_text), hi = parse_index(hi_text);
+    if (hi < lo) throw std::invalid_argument("range " + range + " runs backwards");
+    if (hi - lo >= static_cast<long long>(kMaxHosts)) throw std::invalid_argument("range " + range + " is too large");
+    for (long long i = lo; i <= hi; ++i) {
+      std::string index = std::to_string(i);
+      if (index.size() < lo_text.size()) index = std::string(lo_text.size() - index.size(), '0') + index;  // zero padding
+      expand_one(prefix + index + rest, out);
+      if (out.size() > kMaxHosts) throw std::invalid_argument("more than " + std::to_string(kMaxHosts) + " hosts");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> expand_hostlist(const std::string& hostlist) {
+  std::vector<std::string> out;
+  for (const auto& item : top_level_items(hostlist)) expand_one(item, out);
+  return out;
+}
+
+SlurmTopology read_topology_conf(const std::filesystem::path& path, int cluster_nodes) {
+  config::require_regular_file(path, "the Slurm topology.conf");
+  std::ifstream in(path);
+  if (!in) throw InputError(path.string() + ": cannot be read");
+  SlurmTopology t;
+  std::map<std::string, int> index_of;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    const std::string where = path.string() + ":" + std::to_string(number);
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line = line.substr(0, hash);
+    std::stringstream words(line);
+    std::string word;
+    std::map<std::string, std::string> fields;
+    std::vector<std::string> order;
+    while (words >> word) {
+      const auto eq = word.find('=');
+      if (eq == std::string::npos || eq == 0) throw InputError(where + ": '" + word + "': expected KEY=VALUE");
+      fields[word.substr(0, eq)] = word.substr(eq + 1);
+      order.push_back(word.substr(0, eq));
+    }
+    if (fields.empty()) continue;
+    const std::string& first = order.front();
+    if (first == "BlockSizes" || (first == "SwitchName" && !fields.count("Nodes"))) continue;  // not a placement group
+    if (first != "SwitchName" && first != "BlockName") {
+      throw InputError(where + ": '" + first + "': expected SwitchName=... (topology/tree) or BlockName=... (topology/block)");
+    }
+    const std::string plugin = first == "SwitchName" ? "tree" : "block";
+    if (!t.plugin.empty() && t.plugin != plugin) throw InputError(where + ": mixes SwitchName and BlockName lines (one topology plugin per file)");
+    t.plugin = plugin;
+    for (const auto& [key, value] : fields) {
+      static const std::vector<std::string> known = {"SwitchName", "BlockName", "Nodes", "Switches", "LinkSpeed"};
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        throw InputError(where + ": '" + key + "': unknown key (SwitchName, BlockName, Nodes, Switches, LinkSpeed)");
+      }
+    }
+    if (fields[first].empty()) throw InputError(where + ": " + first + " is empty");
+    std::vector<std::string> hosts;
+    try {
+      hosts = expand_hostlist(fields["Nodes"]);
+    } catch (const std::invalid_argument& error) {
+      throw InputError(where + ": Nodes=" + fields["Nodes"] + ": " + error.what());
+    }
+    const int group = static_cast<int>(t.group_names.size());
+    t.group_names.push_back(fields[first]);
+    for (const auto& host : hosts) {
+      if (index_of.count(host)) {
+        throw InputError(where + ": node " + host + " is already in " + t.group_names[t.node_group[index_of[host]]] +
+                         " (a node sits under one leaf switch, in one block)");
+      }
+      index_of[host] = static_cast<int>(t.node_names.size());
+      t.node_names.push_back(host);
+      t.node_group.push_back(group);
+      if (static_cast<int>(t.node_names.size()) > cluster_nodes) {
+        throw InputError(where + ": more nodes than the cluster's " + std::to_string(cluster_nodes) + " (" + host + " is the first one over)");
+      }
+    }
+  }
+  if (t.node_names.empty()) throw InputError(path.string() + ": no SwitchName=... Nodes=... or BlockName=... Nodes=... line");
+  if (static_cast<int>(t.node_names.size()) != cluster_nodes) {
+    throw InputError(path.string() + ": places " + std::to_string(t.node_names.size()) + " nodes but the cluster has " +
+                     std::to_string(cluster_nodes) + " (every node under one leaf switch or in one block)");
+  }
+  return t;
+}
+
+}  // namespace fmsim::cluster
