@@ -3,8 +3,8 @@
 # when none is missing nothing is run (no apt-get, no network). Works as root or through sudo; apt's own
 # progress is shown. Needs only bash and dpkg, so it runs on a bare Debian (make is one of the packages).
 # Without an argument: what the `fmsim` binary needs (compiler, make, CMake, Ninja, ccache, SimGrid 3.32,
-# Boost.Graph, nlohmann/json, spdlog, CLI11, protobuf for Chakra traces). With --test also what only the
-# test suite needs: Catch2 (unit tests), python3 (end-to-end tests), Chromium (renders the HTML report),
+# Boost.Graph, nlohmann/json, spdlog, CLI11, protobuf for Chakra traces, yaml-cpp for Kueue YAML). With
+# --test also what only the test suite needs: Catch2 (unit tests), python3 (end-to-end tests), Chromium (renders the HTML report),
 # Prometheus (promtool and the server the --metrics tests load series into), Debian's Python packages for
 # the schema, report, notebook and Chakra tests, and clang with its libFuzzer runtime for the fuzz targets
 # (scripts/fuzz.sh). With --fuzz only those beside the build.
@@ -13,7 +13,7 @@ set -euo pipefail
 packages=(
   build-essential make cmake ninja-build ccache pkg-config
   libsimgrid-dev libboost-graph-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
-  protobuf-compiler libprotobuf-dev
+  protobuf-compiler libprotobuf-dev libyaml-cpp-dev
 )
 fuzz_packages=(clang libclang-rt-dev)  # bookworm: clang 14; libclang-rt-dev holds libFuzzer and the sanitizers
 case "${1:-}" in

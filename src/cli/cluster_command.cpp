@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 
+#include <optional>
+
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -17,6 +19,7 @@
 #include "fmsim/topology/cluster_spec.hpp"
 #include "fmsim/units/quantity.hpp"
 
+#include "fmsim/cluster/kueue.hpp"
 #include "fmsim/cluster/topology_conf.hpp"
 #include "metrics_options.hpp"
 
@@ -25,7 +28,7 @@ namespace {
 
 struct ClusterOptions {
   std::string cluster_file, jobs_file, policy = "backfill", placement = "topology", json_file, timeline_file;
-  std::string repair = "4h", restart = "10min", topology_conf;
+  std::string repair = "4h", restart = "10min", topology_conf, kueue;
   double failures_per_node_hour = 0;
   std::uint64_t seed = 1;
   MetricsCli metrics;
@@ -65,10 +68,22 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
     spdlog::info("{}: {} {} over {} nodes", o.topology_conf, topology.group_names.size(),
                  topology.plugin == "tree" ? "leaf switches" : "blocks", topology.node_names.size());
   }
-  if (o.policy != "fifo" && o.policy != "backfill" && o.policy != "priority") {
-    throw InputError("--policy '" + o.policy + "': expected fifo, backfill or priority");
+  if (o.policy != "fifo" && o.policy != "backfill" && o.policy != "priority" && o.policy != "kueue") {
+    throw InputError("--policy '" + o.policy + "': expected fifo, backfill, priority or kueue");
   }
-  run.options.policy = o.policy == "fifo" ? cluster::Policy::fifo : o.policy == "priority" ? cluster::Policy::priority : cluster::Policy::backfill;
+  run.options.policy = o.policy == "fifo"       ? cluster::Policy::fifo
+                       : o.policy == "priority" ? cluster::Policy::priority
+                       : o.policy == "kueue"    ? cluster::Policy::kueue
+                                                : cluster::Policy::backfill;
+  std::optional<cluster::KueueConfig> kueue;
+  if (!o.kueue.empty()) {
+    if (o.policy != "backfill" && o.policy != "kueue") throw InputError("--kueue sets the kueue policy: it cannot go with --policy " + o.policy);
+    kueue = cluster::read_kueue(o.kueue);
+    run.options.policy = cluster::Policy::kueue;
+    run.options.kueue = &*kueue;
+  } else if (run.options.policy == cluster::Policy::kueue) {
+    throw InputError("--policy kueue needs --kueue FILE (Kueue ClusterQueue and LocalQueue YAML)");
+  }
   if (o.placement != "topology" && o.placement != "spread") throw InputError("--placement '" + o.placement + "': expected topology or spread");
   run.options.placement = o.placement == "spread" ? cluster::Placement::spread : cluster::Placement::topology;
   if (!std::isfinite(o.failures_per_node_hour) || o.failures_per_node_hour < 0 || o.failures_per_node_hour > 1) {
@@ -80,7 +95,7 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   run.options.failures.restart_s = time_option("--restart", o.restart);
   run.options.failures.seed = o.seed;
   run.jobs = cluster::read_job_trace(o.jobs_file, spec.gpus_per_node, spec.nodes);
-  spdlog::info("{}: {} jobs on {} nodes, {} scheduling", o.jobs_file, run.jobs.size(), spec.nodes, o.policy);
+  spdlog::info("{}: {} jobs on {} nodes, {} scheduling", o.jobs_file, run.jobs.size(), spec.nodes, cluster::to_string(run.options.policy));
   cluster::ScenarioTiming timing(o.cluster_file, spec, catalog);
   run.options.duration_at = [&timing, &run](int job, const std::vector<int>& nodes) { return timing.duration(run.jobs[job], nodes); };
   run.result = cluster::simulate_cluster(run.shape, run.jobs, run.options);
@@ -104,12 +119,13 @@ void register_cluster(CLI::App& app, const GlobalOptions& globals, Action& actio
   CLI::App* sub = app.add_subcommand("cluster", "simulate a shared cluster over days: job queue, scheduler, placement, failures");
   sub->add_option("cluster", o->cluster_file, "cluster description (topologies/*.json)")->required();
   sub->add_option("jobs", o->jobs_file, "job trace, JSON Lines (configs/cluster/*.jsonl)")->required();
-  sub->add_option("--policy", o->policy, "fifo, backfill (default: Slurm's EASY backfill) or priority");
+  sub->add_option("--policy", o->policy, "fifo, backfill (default: Slurm's EASY backfill), priority, or kueue (with --kueue)");
   sub->add_option("--placement", o->placement, "topology (default: fewest leaf switches / NVLink domains) or spread (Kubernetes default)");
   sub->add_option("--node-failures-per-node-hour", o->failures_per_node_hour, "node failure rate (default 0: none)");
   sub->add_option("--repair", o->repair, "time a failed node is out (default 4h)");
   sub->add_option("--restart", o->restart, "an interrupted job's restart cost (default 10min)");
   sub->add_option("--seed", o->seed, "seed of the failure draws")->check(CLI::NonNegativeNumber);
+  sub->add_option("--kueue", o->kueue, "Kubernetes + Kueue admission: ClusterQueue/LocalQueue YAML (quotas, cohorts, preemption); jobs' queue names their queue");
   sub->add_option("--topology-conf", o->topology_conf, "Slurm topology.conf: leaf switches (topology/tree) or blocks (topology/block) for placement");
   sub->add_option("--json", o->json_file, "write the result (fmsim.cluster/1; '-' = stdout, replaces the summary)");
   sub->add_option("--timeline", o->timeline_file, "write a Chrome trace with a track per node (Perfetto)");

@@ -84,7 +84,7 @@ json to_json(const ClusterRun& run) {
     jobs.push_back({{"id", s.id}, {"queue", s.queue}, {"nodes", s.nodes}, {"gpus", s.nodes * run.shape.gpus_per_node}, {"runs", runs},
                     {"submit_s", s.submit_s}, {"duration_s", o.duration_s}, {"start_s", o.first_start_s}, {"end_s", o.end_s},
                     {"wait_s", o.first_start_s - s.submit_s}, {"completion_s", o.end_s - s.submit_s},
-                    {"restarts", o.restarts}, {"lost_s", o.lost_s}, {"switches_spanned", o.groups_spanned},
+                    {"restarts", o.restarts}, {"preemptions", o.preemptions}, {"lost_s", o.lost_s}, {"switches_spanned", o.groups_spanned},
                     {"switches_needed", o.min_groups}});
     waits_by_queue[s.queue].push_back(o.first_start_s - s.submit_s);
   }
@@ -121,6 +121,27 @@ json to_json(const ClusterRun& run) {
               {"busy_gpus_over_time", series},
               {"per_job", jobs},
               {"simulation", {{"events", r.events}, {"wall_s", run.wall_s}}}};
+  if (run.options.kueue) {
+    json queues_json = json::array();
+    const auto& cqs = run.options.kueue->cluster_queues;
+    for (std::size_t q = 0; q < cqs.size(); ++q) {
+      std::vector<double> waits;
+      int jobs_in = 0, preempted = 0;
+      for (std::size_t i = 0; i < run.jobs.size(); ++i) {
+        const auto it = run.options.kueue->queue_index.find(run.jobs[i].queue);
+        if (it == run.options.kueue->queue_index.end() || it->second != static_cast<int>(q)) continue;
+        ++jobs_in;
+        preempted += r.jobs[i].preemptions;
+        if (r.jobs[i].first_start_s >= 0) waits.push_back(r.jobs[i].first_start_s - run.jobs[i].submit_s);
+      }
+      queues_json.push_back({{"name", cqs[q].name}, {"cohort", cqs[q].cohort}, {"nominal_gpus", cqs[q].nominal_gpus},
+                             {"borrowing_limit_gpus", cqs[q].borrowing_limit_gpus < 0 ? json(nullptr) : json(cqs[q].borrowing_limit_gpus)},
+                             {"jobs", jobs_in}, {"peak_gpus", r.peak_gpus[q]}, {"borrowed_gpu_hours", r.borrowed_gpu_s[q] / 3600},
+                             {"preemptions_to_admit", r.preempted_by[q]}, {"jobs_preempted", preempted},
+                             {"wait_s", waits.empty() ? json(nullptr) : distribution(waits)}});
+    }
+    doc["kueue"] = {{"file", run.options.kueue->file}, {"preemptions", r.preemptions}, {"cluster_queues", queues_json}};
+  }
   doc["usd"] = run.usd_per_node_hour > 0 ? json(run.usd_per_node_hour * run.shape.nodes * r.makespan_s / 3600) : json(nullptr);
   return doc;
 }
@@ -151,6 +172,17 @@ std::string to_text(const ClusterRun& run) {
     std::snprintf(line, sizeof line, "  failures: %d node failures, %d job restarts, %.0f GPU-hours lost (%.2f %% of capacity)\n",
                   r.node_failures, t.restarts, r.lost_node_s * run.shape.gpus_per_node / 3600, 100 * t.lost);
     out += line;
+  }
+  if (run.options.kueue) {
+    const auto& cqs = run.options.kueue->cluster_queues;
+    std::snprintf(line, sizeof line, "  kueue: %d preemptions\n", r.preemptions);
+    out += line;
+    for (std::size_t q = 0; q < cqs.size(); ++q) {
+      std::snprintf(line, sizeof line, "    %-16s cohort %-10s nominal %6.0f GPUs, peak %6.0f, borrowed %8.0f GPU-hours, preempted %d to admit its jobs\n",
+                    cqs[q].name.c_str(), cqs[q].cohort.empty() ? "-" : cqs[q].cohort.c_str(), cqs[q].nominal_gpus, r.peak_gpus[q],
+                    r.borrowed_gpu_s[q] / 3600, r.preempted_by[q]);
+      out += line;
+    }
   }
   if (run.usd_per_node_hour > 0) {
     out += "  cost " + units::format_usd(run.usd_per_node_hour * run.shape.nodes * r.makespan_s / 3600) + " for the makespan\n";

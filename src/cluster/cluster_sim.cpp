@@ -2,6 +2,8 @@
 // failures and repairs, and a scheduling pass after each instant.
 #include "fmsim/cluster/cluster_sim.hpp"
 
+#include "fmsim/common/error.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -45,6 +47,7 @@ class Simulation {
       if (jobs_[j].duration_s <= 0 && !options.duration_at) throw std::logic_error("a scenario job without a duration_at callback");
     }
     failure_rate_per_s_ = options.failures.node_failures_per_node_hour * shape.nodes / 3600.0;
+    if (options_.policy == Policy::kueue) setup_kueue();
     if (failure_rate_per_s_ > 0) schedule_failure(jobs_.empty() ? 0.0 : jobs_.front().submit_s);
   }
 
@@ -64,6 +67,7 @@ class Simulation {
       schedule(now);
     }
     result_.makespan_s = last_time_ - first_submit;
+    account_usage(last_time_);
     for (std::size_t j = 0; j < jobs_.size(); ++j) result_.jobs[j].duration_s = jobs_[j].duration_s;
     return std::move(result_);
   }
@@ -120,6 +124,7 @@ class Simulation {
         result_.jobs[e.index].lost_s += s.overhead_s;
         result_.lost_node_s += s.overhead_s * s.nodes.size();
         release(s.nodes, now);
+        release_quota(e.index, now);
         s.running = false;
         running_.erase(e.index);
         s.remaining_s = 0;
@@ -146,31 +151,166 @@ class Simulation {
     if (node_[node] == kDown) return;  // already in repair
     ++result_.node_failures;
     result_.failures.push_back({now, node});
-    if (node_[node] >= 0) {
-      const int j = node_[node];
-      auto& s = state_[j];
-      auto& outcome = result_.jobs[j];
-      const double ran = now - s.run_start_s;
-      const double worked = std::max(0.0, ran - s.overhead_s);
-      const double interval = jobs_[j].checkpoint_interval_s;
-      const double kept = interval > 0 ? std::min(s.remaining_s, std::floor(worked / interval) * interval) : 0.0;
-      s.remaining_s -= kept;
-      outcome.lost_s += ran - kept;
-      result_.lost_node_s += (ran - kept) * s.nodes.size();
-      outcome.runs.push_back({s.run_start_s, now, s.nodes, true});
-      ++outcome.restarts;
-      release(s.nodes, now);
-      s.running = false;
-      running_.erase(j);
-      ++s.run;
-      queue_.insert(j);
-    }
+    if (node_[node] >= 0) interrupt(node_[node], now);
     // The node (now free) goes to repair.
     node_[node] = kDown;
     --free_;
     --group_free_[group_of(node)];
     ++down_;
     push(now + options_.failures.repair_s, EventKind::repair, node);
+  }
+
+  /// Ends job `j`'s run early (a failure of one of its nodes, or a preemption): the work since its last
+  /// checkpoint is lost, it frees its nodes and quota and waits again.
+  void interrupt(int j, double now) {
+    auto& s = state_[j];
+    auto& outcome = result_.jobs[j];
+    const double ran = now - s.run_start_s;
+    const double worked = std::max(0.0, ran - s.overhead_s);
+    const double interval = jobs_[j].checkpoint_interval_s;
+    const double kept = interval > 0 ? std::min(s.remaining_s, std::floor(worked / interval) * interval) : 0.0;
+    s.remaining_s -= kept;
+    outcome.lost_s += ran - kept;
+    result_.lost_node_s += (ran - kept) * s.nodes.size();
+    outcome.runs.push_back({s.run_start_s, now, s.nodes, true});
+    ++outcome.restarts;
+    release(s.nodes, now);
+    release_quota(j, now);
+    s.running = false;
+    running_.erase(j);
+    ++s.run;
+    queue_.insert(j);
+  }
+
+  // ---- Kueue (kueue.hpp) ----
+  void setup_kueue() {
+    const KueueConfig& k = *options_.kueue;
+    const int n = static_cast<int>(k.cluster_queues.size());
+    usage_.assign(n, 0.0);
+    result_.borrowed_gpu_s.assign(n, 0.0);
+    result_.peak_gpus.assign(n, 0.0);
+    result_.preempted_by.assign(n, 0);
+    cq_of_.resize(jobs_.size());
+    for (std::size_t j = 0; j < jobs_.size(); ++j) {
+      auto it = k.queue_index.find(jobs_[j].queue);
+      if (it == k.queue_index.end()) {
+        throw InputError("job " + jobs_[j].id + ": queue '" + jobs_[j].queue + "' is not a LocalQueue or ClusterQueue of " + k.file);
+      }
+      cq_of_[j] = it->second;
+      const double gpus = jobs_[j].nodes * static_cast<double>(shape_.gpus_per_node);
+      if (gpus > admissible_gpus(it->second)) {
+        throw InputError("job " + jobs_[j].id + " (" + std::to_string(static_cast<long long>(gpus)) + " GPUs): ClusterQueue " +
+                         k.cluster_queues[it->second].name + " can never admit it (nominal quota " +
+                         std::to_string(static_cast<long long>(k.cluster_queues[it->second].nominal_gpus)) +
+                         " GPUs plus what its cohort can lend): a quota that admits nothing for this job");
+      }
+    }
+  }
+  double job_gpus(int j) const { return jobs_[j].nodes * static_cast<double>(shape_.gpus_per_node); }
+  /// The most GPUs ClusterQueue q could ever hold: its nominal quota plus what its cohort can lend.
+  double admissible_gpus(int q) const {
+    const auto& cqs = options_.kueue->cluster_queues;
+    double lendable = 0;
+    if (!cqs[q].cohort.empty()) {
+      for (std::size_t o = 0; o < cqs.size(); ++o) {
+        if (static_cast<int>(o) != q && cqs[o].cohort == cqs[q].cohort) lendable += cqs[o].nominal_gpus;
+      }
+    }
+    if (cqs[q].borrowing_limit_gpus >= 0) lendable = std::min(lendable, cqs[q].borrowing_limit_gpus);
+    return cqs[q].nominal_gpus + lendable;
+  }
+  /// Whether ClusterQueue q may take `gpus` more: within its nominal quota, or borrowing the cohort's
+  /// unused quota up to its borrowing limit.
+  bool quota_allows(int q, double gpus) const {
+    const auto& cqs = options_.kueue->cluster_queues;
+    if (usage_[q] + gpus <= cqs[q].nominal_gpus + 1e-9) return true;
+    if (cqs[q].cohort.empty()) return false;
+    if (cqs[q].borrowing_limit_gpus >= 0 && usage_[q] + gpus - cqs[q].nominal_gpus > cqs[q].borrowing_limit_gpus + 1e-9) return false;
+    double cohort_nominal = 0, cohort_usage = 0;
+    for (std::size_t o = 0; o < cqs.size(); ++o) {
+      if (cqs[o].cohort == cqs[q].cohort) {
+        cohort_nominal += cqs[o].nominal_gpus;
+        cohort_usage += usage_[o];
+      }
+    }
+    return cohort_usage + gpus <= cohort_nominal + 1e-9;
+  }
+  void account_usage(double now) {
+    if (!options_.kueue) return;
+    const auto& cqs = options_.kueue->cluster_queues;
+    for (std::size_t q = 0; q < cqs.size(); ++q) {
+      result_.borrowed_gpu_s[q] += std::max(0.0, usage_[q] - cqs[q].nominal_gpus) * (now - usage_time_);
+    }
+    usage_time_ = now;
+  }
+  void take_quota(int j, double now) {
+    if (!options_.kueue) return;
+    account_usage(now);
+    usage_[cq_of_[j]] += job_gpus(j);
+    result_.peak_gpus[cq_of_[j]] = std::max(result_.peak_gpus[cq_of_[j]], usage_[cq_of_[j]]);
+  }
+  void release_quota(int j, double now) {
+    if (!options_.kueue) return;
+    account_usage(now);
+    usage_[cq_of_[j]] -= job_gpus(j);
+  }
+  /// Preemption for job j (blocked by quota or nodes): reclaim within the cohort (jobs of queues borrowing
+  /// beyond their nominal quota, when j's queue stays within its own) and, with LowerPriority within its
+  /// queue, its own queue's lower-priority jobs; the lowest priority and latest started first. Preempts
+  /// only if that makes room for j.
+  bool try_preempt(int j, double now) {
+    const auto& cqs = options_.kueue->cluster_queues;
+    const int q = cq_of_[j];
+    const double gpus = job_gpus(j);
+    std::vector<int> candidates;
+    for (int k : running_) {
+      const int kq = cq_of_[k];
+      const bool lower = jobs_[k].priority < jobs_[j].priority;
+      if (kq == q) {
+        if (cqs[q].within == PreemptWithin::lower_priority && lower) candidates.push_back(k);
+      } else if (!cqs[q].cohort.empty() && cqs[kq].cohort == cqs[q].cohort && usage_[kq] > cqs[kq].nominal_gpus + 1e-9 &&
+                 usage_[q] + gpus <= cqs[q].nominal_gpus + 1e-9 &&
+                 (cqs[q].reclaim == Reclaim::any || (cqs[q].reclaim == Reclaim::lower_priority && lower))) {
+        candidates.push_back(k);
+      }
+    }
+    if (candidates.empty()) return false;
+    std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
+      if (jobs_[a].priority != jobs_[b].priority) return jobs_[a].priority < jobs_[b].priority;
+      return state_[a].run_start_s > state_[b].run_start_s;
+    });
+    // Simulate the releases on copies, then preempt the prefix that makes room.
+    std::vector<double> usage = usage_;
+    int free_nodes = free_;
+    std::size_t taken = 0;
+    auto room = [&] {
+      std::swap(usage, usage_);
+      const bool ok = quota_allows(q, gpus);
+      std::swap(usage, usage_);
+      return ok && free_nodes >= jobs_[j].nodes;
+    };
+    while (!room() && taken < candidates.size()) {
+      const int k = candidates[taken++];
+      usage[cq_of_[k]] -= job_gpus(k);
+      free_nodes += jobs_[k].nodes;
+    }
+    if (!room()) return false;
+    for (std::size_t i = 0; i < taken; ++i) {
+      ++result_.jobs[candidates[i]].preemptions;
+      ++result_.preemptions;
+      ++result_.preempted_by[q];
+      interrupt(candidates[i], now);
+    }
+    return true;
+  }
+  void schedule_kueue(double now) {
+    std::vector<int> order(queue_.begin(), queue_.end());  // arrival order
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return jobs_[a].priority > jobs_[b].priority; });
+    for (int j : order) {
+      if (!queue_.count(j)) continue;  // preempted and requeued during this pass: waits for the next
+      const bool fits = quota_allows(cq_of_[j], job_gpus(j)) && jobs_[j].nodes <= free_;
+      if (fits || try_preempt(j, now)) start(j, now);
+    }
   }
 
   void release(const std::vector<int>& nodes, double now) {
@@ -237,6 +377,7 @@ class Simulation {
     auto& s = state_[j];
     auto& outcome = result_.jobs[j];
     s.nodes = place(jobs_[j].nodes);
+    take_quota(j, now);
     for (int n : s.nodes) {
       node_[n] = j;
       --group_free_[group_of(n)];
@@ -274,7 +415,12 @@ class Simulation {
   }
 
   void schedule(double now) {
-    if (queue_.empty() || free_ == 0) return;
+    if (queue_.empty()) return;
+    if (options_.policy == Policy::kueue) {
+      schedule_kueue(now);
+      return;
+    }
+    if (free_ == 0) return;
     std::vector<int> order(queue_.begin(), queue_.end());  // arrival order (trace index)
     if (options_.policy == Policy::priority) {
       std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return jobs_[a].priority > jobs_[b].priority; });
@@ -333,6 +479,9 @@ class Simulation {
   std::vector<int> group_free_;  ///< free nodes per leaf switch (or NVLink domain)
   std::vector<std::vector<int>> members_;  ///< the nodes of each group
   std::vector<JobState> state_;
+  std::vector<int> cq_of_;        ///< Kueue: each job's ClusterQueue
+  std::vector<double> usage_;     ///< Kueue: GPUs each ClusterQueue holds
+  double usage_time_ = 0;
   std::set<int> queue_;          ///< waiting jobs, by trace index (= arrival order)
   std::set<int> running_;
   int free_ = 0, busy_ = 0, down_ = 0, done_ = 0;
@@ -376,6 +525,7 @@ std::string to_string(Policy policy) {
     case Policy::fifo: return "fifo";
     case Policy::backfill: return "backfill";
     case Policy::priority: return "priority";
+    case Policy::kueue: return "kueue";
   }
   return "backfill";
 }

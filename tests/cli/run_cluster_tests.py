@@ -199,6 +199,96 @@ def a_slurm_topology_conf_gives_the_placement_groups():
         expect_bad_input(["cluster", CLUSTER, TRACE, "--topology-conf", path, "--json", out], expected, out)
 
 
+def kueue_yaml(name, queues, local=()):
+    """ClusterQueues (name, cohort, nominal, borrowing_limit, within, reclaim) and LocalQueues (name, cq)."""
+    docs = []
+    for q, cohort, nominal, limit, within, reclaim in queues:
+        gpu = f"      - name: nvidia.com/gpu\n        nominalQuota: {nominal}\n" + (f"        borrowingLimit: {limit}\n" if limit is not None else "")
+        docs.append(f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: {q}\nspec:\n" +
+                    (f"  cohort: {cohort}\n" if cohort else "") +
+                    f"  resourceGroups:\n  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: h100\n      resources:\n{gpu}" +
+                    f"  preemption:\n    withinClusterQueue: {within}\n    reclaimWithinCohort: {reclaim}\n")
+    for lq, cq in local:
+        docs.append(f"kind: LocalQueue\nmetadata:\n  name: {lq}\nspec:\n  clusterQueue: {cq}\n")
+    return write(TMP, name, "---\n".join(docs))
+
+
+def jobs_file(name, jobs):
+    return write(TMP, name, "".join(json.dumps(j) + "\n" for j in jobs))
+
+
+@test
+def kueue_quotas_borrowing_and_preemption_follow_hand_worked_runs():
+    hour = 3600
+    three = jobs_file("k3.jsonl", [{"id": f"j{i}", "nodes": 8, "duration": "1h", "queue": "a"} for i in range(3)])
+    # One queue of 64 GPUs on 128: its 64-GPU jobs run one at a time (3 h); backfill runs two at once (2 h).
+    solo = kueue_yaml("solo.yaml", [("a", None, 64, None, "Never", "Never")])
+    doc = run_json("cluster", CLUSTER, three, "--kueue", solo)
+    assert doc["policy"] == "kueue" and doc["makespan_s"] == 3 * hour, doc["makespan_s"]
+    assert run_json("cluster", CLUSTER, three)["makespan_s"] == 2 * hour
+    # In a cohort with an idle twin, a borrows the twin's 64 GPUs: two at once; with borrowingLimit 0 it cannot.
+    cohort = kueue_yaml("cohort.yaml", [("a", "ml", 64, None, "Never", "Any"), ("b", "ml", 64, None, "Never", "Any")])
+    doc = run_json("cluster", CLUSTER, three, "--kueue", cohort)
+    assert doc["makespan_s"] == 2 * hour, doc["makespan_s"]
+    a = doc["kueue"]["cluster_queues"][0]
+    assert a["peak_gpus"] == 128 and abs(a["borrowed_gpu_hours"] - 64) < 1e-9, a  # 64 GPUs beyond quota for 1 h
+    capped = kueue_yaml("capped.yaml", [("a", "ml", 64, 0, "Never", "Any"), ("b", "ml", 64, None, "Never", "Any")])
+    assert run_json("cluster", CLUSTER, three, "--kueue", capped)["makespan_s"] == 3 * hour
+    # b reclaims its nominal quota at 30 min: a's borrowing job (the later started) is preempted, loses the
+    # 30 min since its last checkpoint (interval 1 h: none kept) and runs again after b's job.
+    jobs = jobs_file("reclaim.jsonl", [{"id": "a1", "nodes": 8, "duration": "2h", "queue": "a", "checkpoint_interval": "1h"},
+                                       {"id": "a2", "nodes": 8, "submit": 1, "duration": "2h", "queue": "a", "checkpoint_interval": "1h"},
+                                       {"id": "b1", "nodes": 8, "submit": 1800, "duration": "1h", "queue": "b"}])
+    doc = run_json("cluster", CLUSTER, jobs, "--kueue", cohort)
+    by_id = {j["id"]: j for j in doc["per_job"]}
+    assert doc["kueue"]["preemptions"] == 1 and by_id["a2"]["preemptions"] == 1 and by_id["a1"]["preemptions"] == 0, by_id
+    assert by_id["b1"]["start_s"] == 1800 and by_id["b1"]["end_s"] == 1800 + hour
+    assert by_id["a2"]["runs"][0]["interrupted"] and by_id["a2"]["runs"][0]["end_s"] == 1800
+    assert abs(by_id["a2"]["lost_s"] - (1799 + 600)) < 1e-6, by_id["a2"]["lost_s"]  # 29:59 of work + the 10-min restart
+    assert doc["kueue"]["cluster_queues"][1]["preemptions_to_admit"] == 1
+    # Without reclaim b waits for a quota to free up.
+    never = kueue_yaml("never.yaml", [("a", "ml", 64, None, "Never", "Never"), ("b", "ml", 64, None, "Never", "Never")])
+    doc = run_json("cluster", CLUSTER, jobs, "--kueue", never)
+    assert doc["kueue"]["preemptions"] == 0 and {j["id"]: j for j in doc["per_job"]}["b1"]["start_s"] == 2 * hour
+    # withinClusterQueue: LowerPriority: a high-priority job preempts its own queue's low one.
+    within = kueue_yaml("within.yaml", [("a", None, 64, None, "LowerPriority", "Never")], [("team-a", "a")])
+    jobs = jobs_file("within.jsonl", [{"id": "low", "nodes": 8, "duration": "2h", "queue": "team-a", "priority": 1},
+                                      {"id": "high", "nodes": 8, "submit": 600, "duration": "1h", "queue": "team-a", "priority": 9}])
+    doc = run_json("cluster", CLUSTER, jobs, "--kueue", within)
+    by_id = {j["id"]: j for j in doc["per_job"]}
+    assert by_id["high"]["start_s"] == 600 and by_id["low"]["preemptions"] == 1 and by_id["low"]["end_s"] > by_id["high"]["end_s"], by_id
+    # The shipped two-team example runs, with borrowing and reclaiming.
+    doc = run_json("cluster", CLUSTER, os.path.join(CONFIGS, "cluster", "p5-16node-two-teams.jsonl"),
+                   "--kueue", os.path.join(CONFIGS, "cluster", "kueue-two-teams.yaml"))
+    assert doc["completed"] == 60 and doc["kueue"]["preemptions"] > 0, doc["kueue"]
+    try:
+        import jsonschema
+    except ImportError:
+        return
+    schema = json.load(open(os.path.join(os.path.dirname(CONFIGS), "docs", "schema", "cluster.schema.json")))
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    assert not errors, errors[0].message[:300]
+
+
+@test
+def bad_kueue_input_exits_2():
+    out = os.path.join(TMP, "bad-kueue.json")
+    three = jobs_file("k3b.jsonl", [{"id": "big", "nodes": 16, "duration": "1h", "queue": "a"}])
+    small = kueue_yaml("small.yaml", [("a", None, 64, None, "Never", "Never")])
+    expect_bad_input(["cluster", CLUSTER, three, "--kueue", small, "--json", out], ["job big", "128 GPUs", "quota that admits nothing"], out)
+    other = jobs_file("other.jsonl", [{"id": "x", "nodes": 1, "duration": "1h", "queue": "nowhere"}])
+    expect_bad_input(["cluster", CLUSTER, other, "--kueue", small, "--json", out], ["job x", "'nowhere'", "LocalQueue or ClusterQueue"], out)
+    broken = write(TMP, "broken.yaml", "kind: ClusterQueue\nmetadata: {name: a\nspec: []\n")
+    expect_bad_input(["cluster", CLUSTER, other, "--kueue", broken, "--json", out], ["broken.yaml", "malformed YAML"], out)
+    quota = write(TMP, "quota.yaml", "kind: ClusterQueue\nmetadata: {name: a}\nspec:\n  resourceGroups:\n  - flavors:\n"
+                                     "    - name: f\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: lots\n")
+    expect_bad_input(["cluster", CLUSTER, other, "--kueue", quota, "--json", out], ["quota.yaml", "nominalQuota", "'lots'"], out)
+    orphan = write(TMP, "orphan.yaml", open(small).read() + "---\nkind: LocalQueue\nmetadata: {name: q}\nspec: {clusterQueue: ghost}\n")
+    expect_bad_input(["cluster", CLUSTER, other, "--kueue", orphan, "--json", out], ["LocalQueue q", "ghost"], out)
+    expect_bad_input(["cluster", CLUSTER, other, "--policy", "kueue", "--json", out], ["--policy kueue needs --kueue"], out)
+    expect_bad_input(["cluster", CLUSTER, other, "--policy", "fifo", "--kueue", small, "--json", out], ["--kueue", "--policy fifo"], out)
+
+
 @test
 def bad_traces_and_options_exit_2():
     out = os.path.join(TMP, "bad.json")

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fmsim/cluster/job_trace.hpp"
+#include "fmsim/cluster/kueue.hpp"
 
 namespace fmsim::cluster {
 
@@ -16,7 +17,9 @@ namespace fmsim::cluster {
 /// sched/backfill in its EASY form (the first job that does not fit gets a reservation at the earliest time
 /// enough nodes free up; later jobs start now if they fit and do not delay it). priority: higher priority
 /// first (then arrival), with the same backfill.
-enum class Policy { fifo, backfill, priority };
+/// kueue: Kubernetes with Kueue (kueue.hpp): quota per ClusterQueue with cohort borrowing and preemption,
+/// jobs in priority then arrival order, any that fits its quota and the free nodes admitted (BestEffortFIFO).
+enum class Policy { fifo, backfill, priority, kueue };
 /// topology: Slurm's topology/tree and topology/block (the fewest leaf switches, or NVLink domains on
 /// UltraServer clusters: best fit into one, else the emptiest first). spread: the Kubernetes default
 /// scheduler's least-allocated scoring, which spreads a gang's pods over the emptiest switches.
@@ -52,6 +55,7 @@ using DurationAt = std::function<double(int job, const std::vector<int>& nodes)>
 
 struct SimOptions {
   Policy policy = Policy::backfill;
+  const KueueConfig* kueue = nullptr;  ///< needed by Policy::kueue
   Placement placement = Placement::topology;
   FailureModel failures;
   DurationAt duration_at;  ///< needed when a job has a scenario
@@ -66,7 +70,8 @@ struct JobRun {
 struct JobOutcome {
   double first_start_s = -1, end_s = -1;
   double duration_s = 0;     ///< its run time without failures (a scenario job's, at its placement)
-  int restarts = 0;
+  int restarts = 0;          ///< runs cut short: failures and preemptions
+  int preemptions = 0;       ///< of which by Kueue preemption
   int groups_spanned = 0;    ///< leaf switches (or NVLink domains) of its first placement
   int min_groups = 0;        ///< the fewest it could have spanned
   double lost_s = 0;         ///< run time lost to failures: work since the last checkpoint and restarts
@@ -82,6 +87,11 @@ struct ClusterResult {
   double idle_while_waiting_node_s = 0;  ///< free nodes while some job waited (fragmentation and blocking)
   std::vector<std::pair<double, int>> busy_nodes;  ///< (time, nodes busy) at every change
   int node_failures = 0;
+  int preemptions = 0;
+  /// Kueue: per ClusterQueue (config order), GPU-seconds used beyond its nominal quota (borrowed), the
+  /// most GPUs it held, and the jobs of its queues it preempted to admit its own.
+  std::vector<double> borrowed_gpu_s, peak_gpus;
+  std::vector<int> preempted_by;
   std::vector<std::pair<double, int>> failures;  ///< (time, node) of every node failure, in time order
   long long events = 0;
 };
