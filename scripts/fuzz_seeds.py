@@ -52,7 +52,8 @@ for target, pattern in [("training_scenario", "configs/training/*.json"), ("serv
                         ("stack", "configs/stacks/*.json"), ("recipe", "configs/recipes/*/*.json"),
                         ("search", "configs/search/*.json"), ("serve_search", "configs/search/*serving*.json"),
                         ("job_trace", "configs/cluster/*.jsonl"), ("job_trace", "configs/cluster/*.txt"),
-                        ("chakra", "tests/data/chakra/*.et"), ("topology_conf", "configs/cluster/*.conf")]:
+                        ("chakra", "tests/data/chakra/*.et"), ("topology_conf", "configs/cluster/*.conf"),
+                        ("kueue", "configs/cluster/*.yaml"), ("job_trace", "configs/cluster/*.json")]:
     for path in shipped(pattern):
         add(target, path.name, path.read_bytes())
 for i, name in enumerate(["gpus.json", "instances.json", "networks.json", "storage.json"]):
