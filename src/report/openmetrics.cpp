@@ -16,19 +16,6 @@ namespace fmsim::report {
 
 namespace {
 
-std::string escape_label_value(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 std::string render_labels(const MetricLabels& own, const MetricLabels& common) {
   std::string out;
   for (const MetricLabels* set : {&own, &common}) {
@@ -60,6 +47,19 @@ bool valid_label_name(const std::string& name) {
 }
 
 }  // namespace
+
+std::string escape_label_value(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
 
 const std::vector<std::string>& reserved_metric_labels() {
   static const std::vector<std::string> names = {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "fmsim/report/openmetrics.hpp"
 #include "result_reader.hpp"
 
 namespace fmsim::report {
@@ -18,19 +19,6 @@ using nlohmann::json;
 namespace {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
-
-std::string label_value(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
 
 /// Families in first-use order, each with its HELP, TYPE and samples.
 class Exposition {
@@ -47,7 +35,7 @@ class Exposition {
     bool first = true;
     for (const Labels* set : {&labels, static_cast<const Labels*>(&common_)}) {
       for (const auto& [k, v] : *set) {
-        line << (first ? "" : ",") << k << "=\"" << label_value(v) << "\"";
+        line << (first ? "" : ",") << k << "=\"" << escape_label_value(v) << "\"";
         first = false;
       }
     }
@@ -76,6 +64,15 @@ class Exposition {
 };
 
 constexpr double kMiB = 1024.0 * 1024.0;
+
+/// p50, p90, p99 and max of each distribution KEY (an object of the document) as NAME{quantile}.
+void quantile_series(Exposition& e, const detail::ResultReader& r, const std::string& help,
+                     const std::vector<std::pair<std::string, std::string>>& key_and_name) {
+  const std::vector<std::pair<std::string, std::string>> quantiles = {{"p50", "0.5"}, {"p90", "0.9"}, {"p99", "0.99"}, {"max", "1"}};
+  for (const auto& [key, name] : key_and_name) {
+    for (const auto& [p, q] : quantiles) e.add(name, help, r.number("/" + key + "/" + p), {{"quantile", q}});
+  }
+}
 constexpr int kMaxGpus = 1 << 20;  // the largest cluster fmsim builds (topology/cluster_spec.cpp)
 
 void gpu_series(Exposition& e, const Labels& labels, double util_fraction, double used_bytes, double capacity_bytes) {
@@ -119,12 +116,9 @@ void serve_series(Exposition& e, const detail::ResultReader& r) {
   e.add("fmsim_output_tokens_per_second", "Generated tokens per second.", r.number("/output_tokens_per_s"));
   e.add("fmsim_slo_goodput_ratio", "Share of requests meeting every SLO.", r.number("/slo_goodput"));
   e.add("fmsim_kv_cache_usage_ratio", "Peak KV-cache occupancy.", r.number("/kv_cache_utilization/peak"));
-  const std::vector<std::pair<std::string, std::string>> quantiles = {{"p50", "0.5"}, {"p90", "0.9"}, {"p99", "0.99"}, {"max", "1"}};
-  for (const auto& [key, name] : std::vector<std::pair<std::string, std::string>>{
-           {"ttft_s", "fmsim_time_to_first_token_seconds"}, {"tpot_s", "fmsim_time_per_output_token_seconds"},
-           {"e2e_latency_s", "fmsim_e2e_request_latency_seconds"}}) {
-    for (const auto& [p, q] : quantiles) e.add(name, "Request latency quantile.", r.number("/" + key + "/" + p), {{"quantile", q}});
-  }
+  quantile_series(e, r, "Request latency quantile.", {{"ttft_s", "fmsim_time_to_first_token_seconds"},
+                                                      {"tpot_s", "fmsim_time_per_output_token_seconds"},
+                                                      {"e2e_latency_s", "fmsim_e2e_request_latency_seconds"}});
   // GPUs are numbered in replica order, pool after pool, as the serving plan places them.
   // Counts from the file bound the loops below: a GPU count of 0 would divide by zero, 2^31 would not end.
   const int gpus_per_node = r.integer_or("/cluster/gpus_per_node", 8, 1, kMaxGpus);
@@ -188,12 +182,8 @@ void cluster_series(Exposition& e, const detail::ResultReader& r) {
   e.add("fmsim_cluster_lost_to_failures_ratio", "Share of capacity lost to failures.", r.number("/lost_to_failures"));
   e.add("fmsim_cluster_jobs_completed", "Jobs completed.", r.number("/completed"));
   e.add("fmsim_cluster_node_failures", "Node failures over the run.", r.number("/failures/node_failures"));
-  for (const auto& [key, name] : std::vector<std::pair<std::string, std::string>>{{"wait_s", "fmsim_cluster_queueing_delay_seconds"},
-                                                                                 {"completion_s", "fmsim_cluster_job_completion_seconds"}}) {
-    for (const auto& [p, q] : std::vector<std::pair<std::string, std::string>>{{"p50", "0.5"}, {"p90", "0.9"}, {"p99", "0.99"}, {"max", "1"}}) {
-      e.add(name, "Distribution over the trace's jobs.", r.number("/" + key + "/" + p), {{"quantile", q}});
-    }
-  }
+  quantile_series(e, r, "Distribution over the trace's jobs.", {{"wait_s", "fmsim_cluster_queueing_delay_seconds"},
+                                                                 {"completion_s", "fmsim_cluster_job_completion_seconds"}});
 }
 
 }  // namespace

@@ -14,6 +14,17 @@ CLUSTER = os.path.join(TOPO, "p5-16node.json")
 TRACE = os.path.join(CONFIGS, "cluster", "p5-16node-week.jsonl")
 
 
+def validate_against_schema(doc):
+    """docs/schema/cluster.schema.json, where Debian's python3-jsonschema is there."""
+    try:
+        import jsonschema
+    except ImportError:
+        return
+    schema = json.load(open(os.path.join(os.path.dirname(CONFIGS), "docs", "schema", "cluster.schema.json")))
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    assert not errors, errors[0].message[:300]
+
+
 @test
 def every_policy_and_placement_runs_the_shipped_trace():
     waits = {}
@@ -63,13 +74,7 @@ def the_result_validates_and_the_timeline_holds_every_run():
     for node, runs in by_node.items():
         runs.sort()
         assert all(a[1] <= b[0] + 1e-3 for a, b in zip(runs, runs[1:])), node
-    try:
-        import jsonschema
-    except ImportError:
-        return
-    schema = json.load(open(os.path.join(os.path.dirname(CONFIGS), "docs", "schema", "cluster.schema.json")))
-    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
-    assert not errors, errors[0].message[:300]
+    validate_against_schema(doc)
 
 
 @test
@@ -261,13 +266,7 @@ def kueue_quotas_borrowing_and_preemption_follow_hand_worked_runs():
     doc = run_json("cluster", CLUSTER, os.path.join(CONFIGS, "cluster", "p5-16node-two-teams.jsonl"),
                    "--kueue", os.path.join(CONFIGS, "cluster", "kueue-two-teams.yaml"))
     assert doc["completed"] == 60 and doc["kueue"]["preemptions"] > 0, doc["kueue"]
-    try:
-        import jsonschema
-    except ImportError:
-        return
-    schema = json.load(open(os.path.join(os.path.dirname(CONFIGS), "docs", "schema", "cluster.schema.json")))
-    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
-    assert not errors, errors[0].message[:300]
+    validate_against_schema(doc)
 
 
 @test

@@ -30,6 +30,9 @@ double parse_metrics_start(const std::string& text);
 /// itself (a clash would make two series one); throws InputError naming the label otherwise.
 std::pair<std::string, std::string> parse_metrics_label(const std::string& text);
 
+/// A label value as the Prometheus text formats need it: backslash, double quote and newline escaped.
+std::string escape_label_value(const std::string& value);
+
 /// Label names fmsim's own series use (a user label may not take them).
 const std::vector<std::string>& reserved_metric_labels();
 
