@@ -2,12 +2,14 @@
 // from the first submission to the last completion: nodes busy (held by jobs), down (in repair) and
 // free; the cluster's GPU utilisation over each interval (busy node-seconds over capacity, the
 // document's "utilization" when averaged over the run); jobs running and waiting per queue; node
-// failures, each also a DCGM XID error on the failed node's GPUs while it is in repair (XID 79, "GPU has
-// fallen off the bus": the failure model draws whole-node failures, not their cause).
+// failures by their drawn cause's category (failure_causes.hpp: Llama 3's root causes), and for a
+// GPU-attributed cause the XID it raises on the failed GPU while the node is in repair and, for memory
+// errors, that GPU's double-bit ECC count.
 #include <algorithm>
 #include <map>
 
 #include "fmsim/cluster/cluster_report.hpp"
+#include "fmsim/cluster/failure_causes.hpp"
 #include "../report/metrics_grid.hpp"
 
 namespace fmsim::cluster {
@@ -16,8 +18,6 @@ using report::MetricLabels;
 using report::MetricType;
 
 namespace {
-
-constexpr int kXidFallenOffBus = 79;
 
 /// Number of [start, end) spans covering t.
 int covering(const std::vector<std::pair<double, double>>& spans, double t) {
@@ -38,7 +38,8 @@ std::string cluster_metrics(const ClusterRun& run, const report::MetricsOptions&
   w.family("fmsim_cluster_jobs", MetricType::gauge, "Jobs running and waiting (submitted, not running, not finished), per queue.");
   w.family("fmsim_cluster_jobs_completed", MetricType::counter, "Jobs finished.");
   w.family("fmsim_cluster_node_failures", MetricType::counter, "Node failures drawn by the failure model.");
-  w.family("DCGM_FI_DEV_XID_ERRORS", MetricType::gauge, "Value of the last XID error while the GPU's node is in repair (79), else 0.");
+  w.family("DCGM_FI_DEV_XID_ERRORS", MetricType::gauge, "XID of the failure that took the GPU's node down, while it is in repair; else 0.");
+  w.family("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", MetricType::gauge, "Double-bit ECC errors of the GPU (HBM and SRAM failures), cumulative.");
 
   // Busy nodes: a step function; time-weighted per interval for the utilisation.
   std::vector<double> busy_node_s = grid.zeros();
@@ -56,7 +57,7 @@ std::string cluster_metrics(const ClusterRun& run, const report::MetricsOptions&
     return busy_now;
   };
   std::vector<std::pair<double, double>> down;
-  for (const auto& [when, node] : r.failures) down.push_back({when - origin, when - origin + run.options.failures.repair_s});
+  for (const auto& f : r.failures) down.push_back({f.time_s - origin, f.time_s - origin + run.options.failures.repair_s});
   // Jobs: running spans, waiting spans (submit to first start, an interruption to the next start), per queue.
   std::map<std::string, std::vector<std::pair<double, double>>> running, waiting;
   std::vector<double> completions;
@@ -74,6 +75,9 @@ std::string cluster_metrics(const ClusterRun& run, const report::MetricsOptions&
   }
   std::sort(completions.begin(), completions.end());
   const MetricLabels none;
+  const auto& causes = llama3_failure_causes();
+  std::map<std::string, double> failed_by_category;  // every category from the start, so each series begins at 0
+  for (const auto& c : causes) failed_by_category[c.category] = 0;
   std::size_t failed = 0;
   for (std::size_t k = 0; k < grid.t.size(); ++k) {
     const double t = grid.t[k];
@@ -88,17 +92,34 @@ std::string cluster_metrics(const ClusterRun& run, const report::MetricsOptions&
     for (const auto& [queue, spans] : waiting) w.sample("fmsim_cluster_jobs", {{"state", "waiting"}, {"queue", queue}}, t, covering(spans, t));
     w.sample("fmsim_cluster_jobs_completed", none, t,
              static_cast<double>(std::upper_bound(completions.begin(), completions.end(), t + 1e-9) - completions.begin()));
-    for (; failed < r.failures.size() && r.failures[failed].first - origin <= t + 1e-9; ++failed) {
+    for (; failed < r.failures.size() && r.failures[failed].time_s - origin <= t + 1e-9; ++failed) {
+      ++failed_by_category[causes[r.failures[failed].cause].category];
     }
-    w.sample("fmsim_cluster_node_failures", none, t, static_cast<double>(failed));
+    for (const auto& [category, count] : failed_by_category) w.sample("fmsim_cluster_node_failures", {{"cause", category}}, t, count);
   }
-  // XID series only for nodes that failed (a healthy node's GPUs would add only zeros).
-  std::map<int, std::vector<std::pair<double, double>>> repairs_of_node;
-  for (const auto& [when, node] : r.failures) repairs_of_node[node].push_back({when - origin, when - origin + run.options.failures.repair_s});
-  for (const auto& [node, spans] : repairs_of_node) {
-    for (int g = 0; g < run.shape.gpus_per_node; ++g) {
-      const MetricLabels labels = {{"gpu", std::to_string(g)}, {"Hostname", "node" + std::to_string(node)}, {"modelName", run.gpu}};
-      for (double t : grid.t) w.sample("DCGM_FI_DEV_XID_ERRORS", labels, t, covering(spans, t) > 0 ? kXidFallenOffBus : 0);
+  // XID and ECC series only for GPUs a GPU-attributed failure hit (healthy GPUs would add only zeros).
+  struct Hit {
+    double start, end;
+    int xid;
+    bool ecc;
+  };
+  std::map<std::pair<int, int>, std::vector<Hit>> hits;  // (node, gpu)
+  for (const auto& f : r.failures) {
+    const auto& c = causes[f.cause];
+    if (c.xid == 0 && !c.ecc_dbe) continue;
+    hits[{f.node, f.gpu}].push_back({f.time_s - origin, f.time_s - origin + run.options.failures.repair_s, c.xid, c.ecc_dbe});
+  }
+  for (const auto& [where, list] : hits) {
+    const MetricLabels labels = {{"gpu", std::to_string(where.second)}, {"Hostname", "node" + std::to_string(where.first)}, {"modelName", run.gpu}};
+    for (double t : grid.t) {
+      int xid = 0;
+      double dbe = 0;
+      for (const auto& h : list) {
+        if (h.start <= t && t < h.end) xid = h.xid;
+        if (h.ecc && h.start <= t + 1e-9) dbe += 1;
+      }
+      w.sample("DCGM_FI_DEV_XID_ERRORS", labels, t, xid);
+      w.sample("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", labels, t, dbe);
     }
   }
   return w.text();

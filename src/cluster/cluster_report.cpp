@@ -1,5 +1,6 @@
 // `fmsim cluster` results (cluster_report.hpp).
 #include "fmsim/cluster/cluster_report.hpp"
+#include "fmsim/cluster/failure_causes.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -66,6 +67,16 @@ Totals totals(const ClusterRun& run) {
   return t;
 }
 
+/// Node failures per drawn root cause (failure_causes.hpp), the causes that occurred.
+json failures_by_cause(const ClusterResult& r) {
+  const auto& causes = llama3_failure_causes();
+  std::map<std::string, int> counts;
+  for (const auto& f : r.failures) ++counts[causes[f.cause].name];
+  json out = json::object();
+  for (const auto& [name, count] : counts) out[name] = count;
+  return out;
+}
+
 }  // namespace
 
 json to_json(const ClusterRun& run) {
@@ -104,7 +115,8 @@ json to_json(const ClusterRun& run) {
               {"placement", to_string(run.options.placement)},
               {"failures", {{"node_failures_per_node_hour", run.options.failures.node_failures_per_node_hour},
                             {"repair_s", run.options.failures.repair_s}, {"restart_s", run.options.failures.restart_s},
-                            {"seed", run.options.failures.seed}, {"node_failures", r.node_failures}}},
+                            {"seed", run.options.failures.seed}, {"node_failures", r.node_failures},
+                            {"by_cause", failures_by_cause(r)}}},
               {"jobs", run.jobs.size()},
               {"completed", t.jcts.size()},
               {"makespan_s", r.makespan_s},

@@ -1,6 +1,7 @@
 // The shared-cluster simulation (cluster_sim.hpp): an event queue of submissions, completions, node
 // failures and repairs, and a scheduling pass after each instant.
 #include "fmsim/cluster/cluster_sim.hpp"
+#include "fmsim/cluster/failure_causes.hpp"
 
 #include "fmsim/common/error.hpp"
 
@@ -150,7 +151,14 @@ class Simulation {
   void fail(int node, double now) {
     if (node_[node] == kDown) return;  // already in repair
     ++result_.node_failures;
-    result_.failures.push_back({now, node});
+    // Its cause, in Llama 3's proportions, and the GPU a GPU-attributed cause hit.
+    const auto& causes = llama3_failure_causes();
+    std::vector<int> weights;
+    for (const auto& c : causes) weights.push_back(c.count);
+    std::discrete_distribution<int> cause(weights.begin(), weights.end());
+    std::uniform_int_distribution<int> gpu(0, shape_.gpus_per_node - 1);
+    const int drawn = cause(rng_);
+    result_.failures.push_back({now, node, drawn, gpu(rng_)});
     if (node_[node] >= 0) interrupt(node_[node], now);
     // The node (now free) goes to repair.
     node_[node] = kDown;

@@ -95,7 +95,7 @@ try:
     fmsim("checkpoint", os.path.join(SRC, "configs/training/llama3.1-405b-p5-2048.json"), "--json", docs["checkpoint"],
           "--metrics", paths["checkpoint"], "--metrics-start", str(starts["checkpoint"]), *common)
     fmsim("cluster", os.path.join(SRC, "topologies/p5-16node.json"), os.path.join(SRC, "configs/cluster/p5-16node-week.jsonl"),
-          "--node-failures-per-node-hour", "0.002", "--json", docs["cluster"],
+          "--node-failures-per-node-hour", "0.01", "--json", docs["cluster"],
           "--metrics", paths["cluster"], "--metrics-start", str(starts["cluster"]), *common)
     result = {k: json.load(open(v)) for k, v in docs.items()}
 
@@ -185,12 +185,21 @@ try:
     rng = f"{int(span_s) + 60}s"
     util = scalar(port, f"avg_over_time(fmsim_cluster_gpu_utilization_ratio[{rng}])", cl_end)
     check(abs(util - cl["utilization"]) <= 0.01, f"cluster: mean utilisation {util} vs JSON {cl['utilization']}")
-    fails = scalar(port, f"max_over_time(fmsim_cluster_node_failures_total[{rng}])", cl_end)
+    fails = scalar(port, f"sum(max_over_time(fmsim_cluster_node_failures_total[{rng}]))", cl_end)
     check(fails == cl["failures"]["node_failures"] and fails > 0, f"cluster: node failures {fails} vs JSON {cl['failures']['node_failures']}")
+    check(sum(cl["failures"]["by_cause"].values()) == cl["failures"]["node_failures"], "cluster: failures by cause add up")
     completed = scalar(port, f"max_over_time(fmsim_cluster_jobs_completed_total[{rng}])", cl_end)
     check(completed == cl["completed"], f"cluster: completed {completed} vs JSON {cl['completed']}")
+    # One XID series per GPU a GPU-attributed cause hit, with that cause's XID; memory causes count ECC errors.
+    gpu_causes = {"Faulty GPU": 79, "GPU HBM3 Memory": 95, "GPU SRAM Memory": 95, "GPU System Processor": 119,
+                  "GPU Thermal Interface + Sensor": 79}
     xid = query(port, f"max_over_time(DCGM_FI_DEV_XID_ERRORS[{rng}])", cl_end)
-    check(xid and all(float(r["value"][1]) == 79 for r in xid), "cluster: every failed node's GPUs show XID 79")
+    expected_xids = {v for k, v in gpu_causes.items() if cl["failures"]["by_cause"].get(k)}
+    check({float(r["value"][1]) for r in xid} == {float(v) for v in expected_xids},
+          f"cluster: XIDs {[r['value'][1] for r in xid]} vs the drawn causes {cl['failures']['by_cause']}")
+    memory = sum(cl["failures"]["by_cause"].get(k, 0) for k in ("GPU HBM3 Memory", "GPU SRAM Memory"))
+    dbe = query(port, f"sum(max_over_time(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[{rng}]))", cl_end)
+    check(memory == 0 and not dbe or dbe and float(dbe[0]["value"][1]) == memory, f"cluster: ECC errors {dbe} vs {memory} memory failures")
 
     # --- the Grafana dashboard: every panel's queries return data over one of the four runs. ---
     dashboard = json.load(open(os.path.join(SRC, "configs/grafana/fmsim-dashboard.json")))

@@ -92,7 +92,13 @@ struct ClusterResult {
   /// most GPUs it held, and the jobs of its queues it preempted to admit its own.
   std::vector<double> borrowed_gpu_s, peak_gpus;
   std::vector<int> preempted_by;
-  std::vector<std::pair<double, int>> failures;  ///< (time, node) of every node failure, in time order
+  struct Failure {
+    double time_s = 0;
+    int node = 0;
+    int cause = 0;  ///< index into llama3_failure_causes()
+    int gpu = 0;    ///< the node's GPU a GPU-attributed cause hit
+  };
+  std::vector<Failure> failures;  ///< every node failure, in time order
   long long events = 0;
 };
 
