@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include <cstdlib>
 #include <optional>
 
 #include <CLI/CLI.hpp>
@@ -28,7 +29,8 @@ namespace {
 
 struct ClusterOptions {
   std::string cluster_file, jobs_file, policy = "backfill", placement = "topology", json_file, timeline_file;
-  std::string repair = "4h", restart = "10min", topology_conf, kueue;
+  std::string repair = "4h", restart = "10min", rescale = "60s", topology_conf, kueue;
+  std::vector<std::string> fail_nodes;
   double failures_per_node_hour = 0;
   std::uint64_t seed = 1;
   MetricsCli metrics;
@@ -93,6 +95,17 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   run.options.failures.node_failures_per_node_hour = o.failures_per_node_hour;
   run.options.failures.repair_s = time_option("--repair", o.repair);
   run.options.failures.restart_s = time_option("--restart", o.restart);
+  run.options.failures.rescale_s = time_option("--rescale", o.rescale);
+  for (const auto& text : o.fail_nodes) {
+    // NODE@TIME: node index and a time of the trace ("17@6h").
+    const auto at = text.find('@');
+    char* end = nullptr;
+    const long node = at == std::string::npos ? -1 : std::strtol(text.substr(0, at).c_str(), &end, 10);
+    if (at == std::string::npos || at == 0 || *end != '\0' || node < 0 || node >= spec.nodes) {
+      throw InputError("--fail-node '" + text + "': expected NODE@TIME with NODE from 0 to " + std::to_string(spec.nodes - 1) + ", like 3@6h");
+    }
+    run.options.failures.injected.push_back({time_option("--fail-node", text.substr(at + 1)), static_cast<int>(node)});
+  }
   run.options.failures.seed = o.seed;
   run.jobs = cluster::read_job_trace(o.jobs_file, spec.gpus_per_node, spec.nodes);
   spdlog::info("{}: {} jobs on {} nodes, {} scheduling", o.jobs_file, run.jobs.size(), spec.nodes, cluster::to_string(run.options.policy));
@@ -125,6 +138,8 @@ void register_cluster(CLI::App& app, const GlobalOptions& globals, Action& actio
   sub->add_option("--repair", o->repair, "time a failed node is out (default 4h)");
   sub->add_option("--restart", o->restart, "an interrupted job's restart cost (default 10min)");
   sub->add_option("--seed", o->seed, "seed of the failure draws")->check(CLI::NonNegativeNumber);
+  sub->add_option("--fail-node", o->fail_nodes, "fail a given node at a given time: NODE@TIME, e.g. 3@6h (repeatable)");
+  sub->add_option("--rescale", o->rescale, "an elastic job's pause when it shrinks or grows (default 60s)");
   sub->add_option("--kueue", o->kueue, "Kubernetes + Kueue admission: ClusterQueue/LocalQueue YAML (quotas, cohorts, preemption); jobs' queue names their queue");
   sub->add_option("--topology-conf", o->topology_conf, "Slurm topology.conf: leaf switches (topology/tree) or blocks (topology/block) for placement");
   sub->add_option("--json", o->json_file, "write the result (fmsim.cluster/1; '-' = stdout, replaces the summary)");

@@ -95,7 +95,7 @@ json to_json(const ClusterRun& run) {
     jobs.push_back({{"id", s.id}, {"queue", s.queue}, {"nodes", s.nodes}, {"gpus", s.nodes * run.shape.gpus_per_node}, {"runs", runs},
                     {"submit_s", s.submit_s}, {"duration_s", o.duration_s}, {"start_s", o.first_start_s}, {"end_s", o.end_s},
                     {"wait_s", o.first_start_s - s.submit_s}, {"completion_s", o.end_s - s.submit_s},
-                    {"restarts", o.restarts}, {"preemptions", o.preemptions}, {"lost_s", o.lost_s}, {"switches_spanned", o.groups_spanned},
+                    {"restarts", o.restarts}, {"preemptions", o.preemptions}, {"rescales", o.rescales}, {"min_nodes", s.min_nodes}, {"lost_s", o.lost_s}, {"switches_spanned", o.groups_spanned},
                     {"switches_needed", o.min_groups}});
     waits_by_queue[s.queue].push_back(o.first_start_s - s.submit_s);
   }

@@ -49,7 +49,9 @@ class Simulation {
     }
     failure_rate_per_s_ = options.failures.node_failures_per_node_hour * shape.nodes / 3600.0;
     if (options_.policy == Policy::kueue) setup_kueue();
+    for (const auto& job : jobs_) elastic_ = elastic_ || job.min_nodes > 0;
     if (failure_rate_per_s_ > 0) schedule_failure(jobs_.empty() ? 0.0 : jobs_.front().submit_s);
+    for (const auto& [time, node] : options_.failures.injected) push(time, EventKind::failure, node, -1);
   }
 
   ClusterResult run() {
@@ -66,6 +68,7 @@ class Simulation {
         handle(e, now);
       }
       schedule(now);
+      if (elastic_) grow(now);
     }
     result_.makespan_s = last_time_ - first_submit;
     account_usage(last_time_);
@@ -78,6 +81,7 @@ class Simulation {
     double remaining_s = 0;   ///< work left (at the last checkpoint)
     double run_start_s = 0;   ///< start of the current run
     double overhead_s = 0;    ///< restart cost at the head of the current run
+    double rate = 1;          ///< elastic: the share of its requested nodes it runs on
     int run = 0;
     bool running = false;
     std::vector<int> nodes;
@@ -134,6 +138,10 @@ class Simulation {
         break;
       }
       case EventKind::failure: {
+        if (e.run < 0) {  // injected: a given node
+          fail(e.index, now);
+          break;
+        }
         std::uniform_int_distribution<int> pick(0, shape_.nodes - 1);
         fail(pick(rng_), now);
         if (done_ < static_cast<int>(jobs_.size())) schedule_failure(now);
@@ -159,7 +167,14 @@ class Simulation {
     std::uniform_int_distribution<int> gpu(0, shape_.gpus_per_node - 1);
     const int drawn = cause(rng_);
     result_.failures.push_back({now, node, drawn, gpu(rng_)});
-    if (node_[node] >= 0) interrupt(node_[node], now);
+    if (node_[node] >= 0) {
+      const int j = node_[node];
+      if (jobs_[j].min_nodes > 0 && static_cast<int>(state_[j].nodes.size()) - 1 >= jobs_[j].min_nodes) {
+        shrink(j, node, now);
+      } else {
+        interrupt(j, now);
+      }
+    }
     // The node (now free) goes to repair.
     node_[node] = kDown;
     --free_;
@@ -174,12 +189,13 @@ class Simulation {
     auto& s = state_[j];
     auto& outcome = result_.jobs[j];
     const double ran = now - s.run_start_s;
-    const double worked = std::max(0.0, ran - s.overhead_s);
+    const double worked = std::max(0.0, ran - s.overhead_s) * s.rate;  // full-size seconds of work
     const double interval = jobs_[j].checkpoint_interval_s;
     const double kept = interval > 0 ? std::min(s.remaining_s, std::floor(worked / interval) * interval) : 0.0;
     s.remaining_s -= kept;
-    outcome.lost_s += ran - kept;
-    result_.lost_node_s += (ran - kept) * s.nodes.size();
+    outcome.lost_s += ran - kept / s.rate;
+    result_.lost_node_s += (ran - kept / s.rate) * s.nodes.size();
+    s.rate = 1;
     outcome.runs.push_back({s.run_start_s, now, s.nodes, true});
     ++outcome.restarts;
     release(s.nodes, now);
@@ -188,6 +204,55 @@ class Simulation {
     running_.erase(j);
     ++s.run;
     queue_.insert(j);
+  }
+
+  // ---- Elastic jobs ----
+  /// Settles the work an elastic job's current run did up to `now` and starts a new run on `nodes` after
+  /// the rescale pause (the pending finish event goes stale).
+  void rescale(int j, std::vector<int> nodes, double now) {
+    auto& s = state_[j];
+    auto& outcome = result_.jobs[j];
+    const double worked = std::max(0.0, now - s.run_start_s - s.overhead_s) * s.rate;
+    s.remaining_s = std::max(0.0, s.remaining_s - worked);
+    outcome.lost_s += std::min(s.overhead_s, now - s.run_start_s);  // its pause (restart or rescale) cost time
+    outcome.runs.push_back({s.run_start_s, now, s.nodes, false});
+    ++outcome.rescales;
+    s.nodes = std::move(nodes);
+    s.rate = static_cast<double>(s.nodes.size()) / jobs_[j].nodes;
+    s.run_start_s = now;
+    s.overhead_s = options_.failures.rescale_s;
+    ++s.run;
+    push(now + s.overhead_s + s.remaining_s / s.rate, EventKind::finish, j, s.run);
+  }
+  /// A node of elastic job j failed: it goes on without it (the node goes to repair as usual).
+  void shrink(int j, int failed_node, double now) {
+    auto nodes = state_[j].nodes;
+    nodes.erase(std::remove(nodes.begin(), nodes.end(), failed_node), nodes.end());
+    release({failed_node}, now);
+    release_quota_part(j, now, shape_.gpus_per_node);
+    rescale(j, std::move(nodes), now);
+  }
+  /// After the queue is served, elastic jobs below their size take free nodes back.
+  void grow(double now) {
+    for (int j : std::vector<int>(running_.begin(), running_.end())) {
+      if (free_ == 0) return;
+      const int missing = jobs_[j].nodes - static_cast<int>(state_[j].nodes.size());
+      if (missing <= 0) continue;
+      const int take = std::min(missing, free_);
+      if (options_.policy == Policy::kueue && !quota_allows(cq_of_[j], take * static_cast<double>(shape_.gpus_per_node))) continue;
+      std::vector<int> more = place(take);
+      for (int n : more) {
+        node_[n] = j;
+        --group_free_[group_of(n)];
+      }
+      free_ -= take;
+      busy_ += take;
+      record_busy(now);
+      take_quota_part(j, now, take * static_cast<double>(shape_.gpus_per_node));
+      auto nodes = state_[j].nodes;
+      nodes.insert(nodes.end(), more.begin(), more.end());
+      rescale(j, std::move(nodes), now);
+    }
   }
 
   // ---- Kueue (kueue.hpp) ----
@@ -251,16 +316,18 @@ class Simulation {
     }
     usage_time_ = now;
   }
-  void take_quota(int j, double now) {
+  void take_quota(int j, double now) { take_quota_part(j, now, state_[j].nodes.size() * static_cast<double>(shape_.gpus_per_node)); }
+  void take_quota_part(int j, double now, double gpus) {
     if (!options_.kueue) return;
     account_usage(now);
-    usage_[cq_of_[j]] += job_gpus(j);
+    usage_[cq_of_[j]] += gpus;
     result_.peak_gpus[cq_of_[j]] = std::max(result_.peak_gpus[cq_of_[j]], usage_[cq_of_[j]]);
   }
-  void release_quota(int j, double now) {
+  void release_quota(int j, double now) { release_quota_part(j, now, state_[j].nodes.size() * static_cast<double>(shape_.gpus_per_node)); }
+  void release_quota_part(int j, double now, double gpus) {
     if (!options_.kueue) return;
     account_usage(now);
-    usage_[cq_of_[j]] -= job_gpus(j);
+    usage_[cq_of_[j]] -= gpus;
   }
   /// Preemption for job j (blocked by quota or nodes): reclaim within the cohort (jobs of queues borrowing
   /// beyond their nominal quota, when j's queue stays within its own) and, with LowerPriority within its
@@ -299,8 +366,8 @@ class Simulation {
     };
     while (!room() && taken < candidates.size()) {
       const int k = candidates[taken++];
-      usage[cq_of_[k]] -= job_gpus(k);
-      free_nodes += jobs_[k].nodes;
+      usage[cq_of_[k]] -= state_[k].nodes.size() * static_cast<double>(shape_.gpus_per_node);  // what it holds (elastic: maybe fewer)
+      free_nodes += static_cast<int>(state_[k].nodes.size());
     }
     if (!room()) return false;
     for (std::size_t i = 0; i < taken; ++i) {
@@ -490,6 +557,7 @@ class Simulation {
   std::vector<int> cq_of_;        ///< Kueue: each job's ClusterQueue
   std::vector<double> usage_;     ///< Kueue: GPUs each ClusterQueue holds
   double usage_time_ = 0;
+  bool elastic_ = false;          ///< some job is elastic (min_nodes)
   std::set<int> queue_;          ///< waiting jobs, by trace index (= arrival order)
   std::set<int> running_;
   int free_ = 0, busy_ = 0, down_ = 0, done_ = 0;

@@ -228,6 +228,9 @@ std::vector<JobSpec> read_job_trace(const std::filesystem::path& path, int gpus_
     job.priority = static_cast<int>(r.int_or("priority", 0, -1000000, 1000000));
     job.queue = r.string_or("queue", "default");
     job.checkpoint_interval_s = seconds_of(r, parsed.root, "checkpoint_interval", 0, false);
+    if (r.has("min_nodes")) {
+      job.min_nodes = static_cast<int>(r.required_int("min_nodes", 1, job.nodes));
+    }
     r.reject_unknown_keys();
     jobs.push_back(std::move(job));
     if (jobs.size() > kMaxJobs) throw InputError(where + ": more than " + std::to_string(kMaxJobs) + " jobs (the most one run simulates)");

@@ -289,6 +289,36 @@ def bad_kueue_input_exits_2():
 
 
 @test
+def an_elastic_job_goes_on_without_a_failed_node_and_grows_back():
+    # 8 p5 nodes, one 10-hour job on all of them; node 0 fails at 2 h and is repaired 4 h later.
+    c8 = write(TMP, "c8.json", json.dumps({"name": "p5-8", "description": "test", "instance_type": "p5.48xlarge", "nodes": 8,
+                                           "fabric": {"topology": "rail-optimized", "nodes_per_leaf": 8, "oversubscription": 1.0}}))
+    hour = 3600.0
+    rigid = jobs_file("rigid.jsonl", [{"id": "a", "nodes": 8, "duration": "10h"}])
+    job = run_json("cluster", c8, rigid, "--fail-node", "0@2h")["per_job"][0]
+    # Not elastic, no checkpoint: 2 h lost, 7 nodes free until the repair at 6 h, 10 min restart, 10 h again.
+    assert job["end_s"] == 6 * hour + 600 + 10 * hour and job["restarts"] == 1, job
+    elastic = jobs_file("elastic.jsonl", [{"id": "a", "nodes": 8, "min_nodes": 4, "duration": "10h"}])
+    doc = run_json("cluster", c8, elastic, "--fail-node", "0@2h")
+    job = doc["per_job"][0]
+    # Elastic (global batch kept): 2 h at full speed; a 60 s pause, 7/8 speed until the node is back at 6 h;
+    # a 60 s pause, full speed for the rest: 8 h - 7/8 (4 h - 60 s) of work left at 6 h.
+    left = 8 * hour - 7 / 8 * (4 * hour - 60)
+    assert abs(job["end_s"] - (6 * hour + 60 + left)) < 1e-6, job["end_s"]
+    assert job["restarts"] == 0 and job["rescales"] == 2 and [len(r["nodes"]) for r in job["runs"]] == [8, 7, 8], job
+    assert not any(r["interrupted"] for r in job["runs"])
+    # Below min_nodes it is interrupted as a rigid job is.
+    tight = jobs_file("tight.jsonl", [{"id": "a", "nodes": 8, "min_nodes": 8, "duration": "10h"}])
+    assert run_json("cluster", c8, tight, "--fail-node", "0@2h")["per_job"][0]["restarts"] == 1
+    validate_against_schema(doc)
+    out = os.path.join(TMP, "bad-elastic.json")
+    bad = jobs_file("bad-elastic.jsonl", [{"id": "a", "nodes": 8, "min_nodes": 9, "duration": "1h"}])
+    expect_bad_input(["cluster", c8, bad, "--json", out], ["bad-elastic.jsonl:1", "min_nodes", "9"], out)
+    expect_bad_input(["cluster", c8, elastic, "--fail-node", "9@1h", "--json", out], ["--fail-node", "9@1h", "0 to 7"], out)
+    expect_bad_input(["cluster", c8, elastic, "--fail-node", "3@soon", "--json", out], ["--fail-node", "soon"], out)
+
+
+@test
 def bad_traces_and_options_exit_2():
     out = os.path.join(TMP, "bad.json")
     cases = [

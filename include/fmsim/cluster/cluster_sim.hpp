@@ -46,6 +46,9 @@ struct FailureModel {
   double node_failures_per_node_hour = 0;  ///< 0: no failures
   double repair_s = 4 * 3600.0;            ///< a failed node is back after this
   double restart_s = 600.0;                ///< an interrupted job's restart cost when it runs again
+  double rescale_s = 60.0;                 ///< an elastic job's pause when it shrinks or grows (estimate)
+  /// Failures of given nodes at given times (seconds of the trace), besides the random ones: (time, node).
+  std::vector<std::pair<double, int>> injected;
   std::uint64_t seed = 1;
 };
 
@@ -64,7 +67,7 @@ struct SimOptions {
 struct JobRun {
   double start_s = 0, end_s = 0;
   std::vector<int> nodes;
-  bool interrupted = false;
+  bool interrupted = false;  ///< ended by a failure or preemption (an elastic rescale ends a run without it)
 };
 
 struct JobOutcome {
@@ -72,6 +75,7 @@ struct JobOutcome {
   double duration_s = 0;     ///< its run time without failures (a scenario job's, at its placement)
   int restarts = 0;          ///< runs cut short: failures and preemptions
   int preemptions = 0;       ///< of which by Kueue preemption
+  int rescales = 0;          ///< elastic: times it went on with fewer nodes or grew back
   int groups_spanned = 0;    ///< leaf switches (or NVLink domains) of its first placement
   int min_groups = 0;        ///< the fewest it could have spanned
   double lost_s = 0;         ///< run time lost to failures: work since the last checkpoint and restarts

@@ -16,6 +16,10 @@ struct JobSpec {
   int priority = 0;               ///< higher first under the priority policy
   std::string queue = "default";  ///< tenant or partition (reported per queue)
   double checkpoint_interval_s = 0;  ///< work since the last checkpoint is lost on a failure; 0 = none kept
+  /// Elastic (SageMaker HyperPod elastic training, TorchElastic): on a failure the job goes on without the
+  /// failed node, down to this many nodes, at the global batch it had (so at nodes/requested the speed),
+  /// and grows back when nodes are free. 0: not elastic.
+  int min_nodes = 0;
   /// A training job given as a scenario and a step count instead of a duration: its run time is the
   /// simulated step time at the nodes it gets, times `steps` (duration_s is 0 until then).
   std::string scenario;  ///< absolute path ("" = the trace's duration)
