@@ -37,6 +37,9 @@ std::string text_of(const YAML::Node& node, const std::string& where) {
   return node.as<std::string>();
 }
 
+void read_document(const YAML::Node& doc, const std::string& where, KueueConfig& k,
+                   std::vector<std::pair<std::string, std::string>>& local_queues);
+
 }  // namespace
 
 KueueConfig read_kueue(const std::filesystem::path& path) {
@@ -51,17 +54,36 @@ KueueConfig read_kueue(const std::filesystem::path& path) {
   }
   std::vector<std::pair<std::string, std::string>> local_queues;  // (name, cluster queue)
   for (std::size_t d = 0; d < docs.size(); ++d) {
-    const YAML::Node& doc = docs[d];
-    if (!doc || doc.IsNull()) continue;
-    const std::string where = path.string() + ": document " + std::to_string(d + 1);
+    try {
+      read_document(docs[d], path.string() + ": document " + std::to_string(d + 1), k, local_queues);
+    } catch (const YAML::Exception& e) {
+      // yaml-cpp throws where a key is looked up in a scalar or list (metadata: 3, spec: [...]).
+      throw InputError(path.string() + ": document " + std::to_string(d + 1) + ": not a Kueue object of the expected shape (" + e.msg + ")");
+    }
+  }
+  if (k.cluster_queues.empty()) throw InputError(path.string() + ": no ClusterQueue");
+  for (const auto& [name, cq] : local_queues) {
+    auto it = k.queue_index.find(cq);
+    if (it == k.queue_index.end()) throw InputError(path.string() + ": LocalQueue " + name + ": spec.clusterQueue " + cq + " is not defined in the file");
+    k.queue_index[name] = it->second;
+  }
+  return k;
+}
+
+namespace {
+
+void read_document(const YAML::Node& doc, const std::string& where, KueueConfig& k,
+                   std::vector<std::pair<std::string, std::string>>& local_queues) {
+  {
+    if (!doc || doc.IsNull()) return;
     if (!doc.IsMap()) throw InputError(where + ": expected a Kubernetes object (a map with kind and metadata)");
     const std::string kind = text_of(doc["kind"], where + " /kind");
     const std::string name = text_of(doc["metadata"]["name"], where + " (" + kind + ") /metadata/name");
     const std::string at = where + " (" + kind + " " + name + ")";
-    if (kind == "ResourceFlavor") continue;
+    if (kind == "ResourceFlavor") return;
     if (kind == "LocalQueue") {
       local_queues.push_back({name, text_of(doc["spec"]["clusterQueue"], at + " /spec/clusterQueue")});
-      continue;
+      return;
     }
     if (kind != "ClusterQueue") throw InputError(at + " /kind: expected ClusterQueue, LocalQueue or ResourceFlavor");
     ClusterQueueSpec q;
@@ -111,13 +133,8 @@ KueueConfig read_kueue(const std::filesystem::path& path) {
     k.queue_index[name] = static_cast<int>(k.cluster_queues.size());
     k.cluster_queues.push_back(q);
   }
-  if (k.cluster_queues.empty()) throw InputError(path.string() + ": no ClusterQueue");
-  for (const auto& [name, cq] : local_queues) {
-    auto it = k.queue_index.find(cq);
-    if (it == k.queue_index.end()) throw InputError(path.string() + ": LocalQueue " + name + ": spec.clusterQueue " + cq + " is not defined in the file");
-    k.queue_index[name] = it->second;
-  }
-  return k;
 }
+
+}  // namespace
 
 }  // namespace fmsim::cluster

@@ -1,10 +1,14 @@
 // Defects the fuzz targets and the sanitizer build found (docs/robustness.md), one test each.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "fmsim/cluster/kueue.hpp"
+#include "fmsim/common/error.hpp"
 #include "fmsim/engine/result_bytes.hpp"
 #include "fmsim/units/format.hpp"
 
@@ -34,4 +38,15 @@ TEST_CASE("empty result vectors cross the fork without a null memcpy", "[robustn
   CHECK(fmsim::engine::take_values<double>(bytes, offset).empty());
   CHECK(fmsim::engine::take_values<double>(bytes, offset) == std::vector<double>{1.5, 2.5});
   CHECK(offset == bytes.size());
+}
+
+TEST_CASE("Kueue YAML with a key looked up in a scalar or a list is bad input, not a crash", "[robustness][cluster]") {
+  // fuzz_kueue, 2026-11-27: yaml-cpp's InvalidNode escaped read_kueue (metadata: 3).
+  const auto dir = std::filesystem::temp_directory_path();
+  for (const std::string text : {"kind: ClusterQueue\nmetadata: 3\n", "kind: LocalQueue\nmetadata: {name: q}\nspec: [1, 2]\n"}) {
+    const auto path = dir / "fmsim-fuzz-kueue.yaml";
+    std::ofstream(path) << text;
+    CHECK_THROWS_AS(fmsim::cluster::read_kueue(path), fmsim::InputError);
+    std::filesystem::remove(path);
+  }
 }
