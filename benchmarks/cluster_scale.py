@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """fmsim cluster at scale: synthetic job traces (scripts/make_job_trace.py: Poisson arrivals, 1-256 node jobs,
 lognormal durations) on 2,048 p5.48xlarge (16,384 H100) with node failures at Llama 3's rate, every policy.
-Target (issue 28): a 30-day trace of 10,000 jobs on a 2,048-node cluster in <= 60 s. Prints a table and
-writes benchmarks/results/cluster_scale.json (wall time and peak memory of each `fmsim cluster`)."""
+Target (issue 28): a 30-day trace of 10,000 jobs on a 2,048-node cluster in <= 60 s. Also Kueue admission
+(two ClusterQueues of 8,192 GPUs in one cohort, reclaim by preemption) on the 14-day trace. Prints a table
+and writes benchmarks/results/cluster_scale.json (wall time and peak memory of each `fmsim cluster`)."""
 import json
 import os
 import subprocess
@@ -10,6 +11,19 @@ import sys
 import tempfile
 
 from bench_support import ROOT, measure, parser, write_results
+
+
+def kueue_file(tmp):
+    """Two ClusterQueues of 8,192 GPUs each in one cohort (the generator's queues: research, pretrain)."""
+    path = os.path.join(tmp, "kueue.yaml")
+    docs = []
+    for name in ("research", "pretrain"):
+        docs.append(f"kind: ClusterQueue\nmetadata:\n  name: {name}\nspec:\n  cohort: all\n  resourceGroups:\n"
+                    f"  - flavors:\n    - name: h100\n      resources:\n      - name: nvidia.com/gpu\n        nominalQuota: 8192\n"
+                    f"  preemption:\n    reclaimWithinCohort: Any\n")
+    with open(path, "w") as f:
+        f.write("---\n".join(docs))
+    return path
 
 
 def main():
@@ -25,8 +39,9 @@ def main():
         with open(trace, "w") as f:
             subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_job_trace.py"), "--jobs", str(jobs), "--days", str(days),
                             "--max-nodes", "256", "--seed", "2"], stdout=f, check=True)
-        for policy in ("fifo", "backfill"):
-            wall, rss, doc = measure([args.fmsim, "cluster", cluster, trace, "--policy", policy, "--node-failures-per-node-hour", "0.0003",
+        for policy in ("fifo", "backfill") + (("kueue",) if (jobs, days) == (10000, 14) else ()):
+            extra = ["--kueue", kueue_file(tmp)] if policy == "kueue" else ["--policy", policy]
+            wall, rss, doc = measure([args.fmsim, "cluster", cluster, trace, *extra, "--node-failures-per-node-hour", "0.0003",
                                       "--json", "-"])
             row = {"jobs": jobs, "days": days, "nodes": 2048, "policy": policy, "utilization": doc["utilization"],
                    "mean_wait_s": doc["wait_s"]["mean"], "events": doc["simulation"]["events"], "wall_s": wall, "peak_rss_bytes": rss,

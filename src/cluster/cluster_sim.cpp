@@ -50,6 +50,8 @@ class Simulation {
     failure_rate_per_s_ = options.failures.node_failures_per_node_hour * shape.nodes / 3600.0;
     if (options_.policy == Policy::kueue) setup_kueue();
     for (const auto& job : jobs_) elastic_ = elastic_ || job.min_nodes > 0;
+    for (const auto& m : members_) group_sizes_.push_back(m.size());
+    std::sort(group_sizes_.rbegin(), group_sizes_.rend());
     if (failure_rate_per_s_ > 0) schedule_failure(jobs_.empty() ? 0.0 : jobs_.front().submit_s);
     for (const auto& [time, node] : options_.failures.injected) push(time, EventKind::failure, node, -1);
   }
@@ -88,6 +90,16 @@ class Simulation {
   };
 
   int group_of(int node) const { return shape_.group_of(node); }
+  /// The fewest groups `count` nodes fit in (largest first; the sizes sorted once).
+  int min_groups(int count) const {
+    int needed = 0;
+    for (std::size_t size : group_sizes_) {
+      if (count <= 0) break;
+      count -= static_cast<int>(size);
+      ++needed;
+    }
+    return needed;
+  }
   int groups() const { return static_cast<int>(group_free_.size()); }
 
   void push(double time, EventKind kind, int index, int run = 0) { events_.push({time, kind, seq_++, index, run}); }
@@ -477,7 +489,7 @@ class Simulation {
       std::set<int> spanned;
       for (int n : s.nodes) spanned.insert(group_of(n));
       outcome.groups_spanned = static_cast<int>(spanned.size());
-      outcome.min_groups = shape_.min_groups(jobs_[j].nodes);
+      outcome.min_groups = min_groups(jobs_[j].nodes);
     }
     push(now + s.overhead_s + s.remaining_s, EventKind::finish, j, s.run);
   }
@@ -558,6 +570,7 @@ class Simulation {
   std::vector<double> usage_;     ///< Kueue: GPUs each ClusterQueue holds
   double usage_time_ = 0;
   bool elastic_ = false;          ///< some job is elastic (min_nodes)
+  std::vector<std::size_t> group_sizes_;  ///< nodes per group, largest first
   std::set<int> queue_;          ///< waiting jobs, by trace index (= arrival order)
   std::set<int> running_;
   int free_ = 0, busy_ = 0, down_ = 0, done_ = 0;

@@ -3,6 +3,8 @@
 // reclaimWithinCohort}), LocalQueue (spec.clusterQueue) and ResourceFlavor (its name only). Other kinds are
 // refused; other resources (cpu, memory) are read past: fmsim places whole GPU nodes.
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
@@ -40,6 +42,43 @@ std::string text_of(const YAML::Node& node, const std::string& where) {
 void read_document(const YAML::Node& doc, const std::string& where, KueueConfig& k,
                    std::vector<std::pair<std::string, std::string>>& local_queues);
 
+/// yaml-cpp 0.7 (Debian bookworm's) never returns from a document whose first token is a ',' (found by
+/// fuzz_kueue): such a file is refused before it reaches the parser. Skips what may come before a document's
+/// first token: blank and comment lines, directives, `---`, tags and anchors, a byte-order mark.
+void refuse_leading_comma(const std::string& text, const std::string& file) {
+  bool at_start = true;
+  std::size_t line_start = 0;
+  int number = 0;
+  while (line_start <= text.size()) {
+    ++number;
+    std::size_t end = text.find('\n', line_start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(line_start, end - line_start);
+    line_start = end + 1;
+    if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line = line.substr(3);
+    if (line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0) {
+      at_start = true;
+      line = line.substr(3);
+    }
+    if (!at_start) continue;
+    std::size_t i = 0;
+    while (true) {
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+      if (i < line.size() && (line[i] == '!' || line[i] == '&')) {  // a tag or an anchor: the token after it counts
+        while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+        continue;
+      }
+      break;
+    }
+    if (i >= line.size() || line[i] == '#' || (line[i] == '%' && i == 0)) continue;
+    if (line[i] == ',') {
+      throw InputError(file + ":" + std::to_string(number) + ": a YAML document cannot start with ','");
+    }
+    at_start = false;
+    if (line_start > text.size()) break;
+  }
+}
+
 }  // namespace
 
 KueueConfig read_kueue(const std::filesystem::path& path) {
@@ -47,8 +86,13 @@ KueueConfig read_kueue(const std::filesystem::path& path) {
   KueueConfig k;
   k.file = path.string();
   std::vector<YAML::Node> docs;
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw InputError(path.string() + ": cannot be read");
+  refuse_leading_comma(text.str(), path.string());
   try {
-    docs = YAML::LoadAllFromFile(path.string());
+    docs = YAML::LoadAll(text.str());
   } catch (const YAML::Exception& e) {
     throw InputError(path.string() + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
   }
