@@ -74,6 +74,13 @@ for t in "${targets[@]}"; do
     fi
   fi
   [ "$replay_only" -eq 0 ] || { printf '%-18s %12s %10s %8s  %s\n' "$t" - - - "regressions ok"; continue; }
+  # kueue: Debian bookworm's yaml-cpp 0.7 loops forever on some malformed YAML that fmsim's guard does not
+  # catch yet (docs/robustness.md); the short run replays its regressions only and says so, the long run
+  # (--long, --runs or --time) fuzzes it.
+  if [ "$t" = kueue ] && [ -z "$runs" ] && [ "$seconds" = 8 ]; then
+    printf '%-18s %12s %10s %8s  %s\n' "$t" - - - "regressions ok; not fuzzed in the short run (yaml-cpp 0.7 hangs, docs/robustness.md)"
+    continue
+  fi
   corpus="$build/corpus/$t"
   mkdir -p "$corpus"
   limit=(-max_total_time="$seconds")

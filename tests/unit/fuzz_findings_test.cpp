@@ -45,7 +45,7 @@ TEST_CASE("Kueue YAML with a key looked up in a scalar or a list is bad input, n
   const auto dir = std::filesystem::temp_directory_path();
   // And yaml-cpp 0.7 never returns from a document that starts with ',' (a hang, not an exception).
   for (const std::string text : {"kind: ClusterQueue\nmetadata: 3\n", "kind: LocalQueue\nmetadata: {name: q}\nspec: [1, 2]\n", " , x\n",
-                                 "a: 1\n---\n!tag\n, b\n"}) {
+                                 "a: 1\n---\n!tag\n, b\n", "l\n#\n,\n"}) {
     const auto path = dir / "fmsim-fuzz-kueue.yaml";
     std::ofstream(path) << text;
     CHECK_THROWS_AS(fmsim::cluster::read_kueue(path), fmsim::InputError);
