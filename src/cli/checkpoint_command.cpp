@@ -107,24 +107,30 @@ int run_checkpoint(const GlobalOptions& globals, const CheckpointOptions& o) {
   const double rate_per_hour = 3600.0 * storage::job_failure_rate_per_s(failures, s.cluster.total_gpus(), s.cluster.nodes);
 
   std::vector<storage::Assessment> rows;
-  for (storage::Strategy strategy : strategies) {
-    storage::CheckpointPlan candidate = plan;
-    candidate.strategy = strategy;
-    spdlog::info("{}: simulating save and restore", storage::to_string(strategy));
+  // One row: the strategy assessed, or, when the cluster cannot run it, listed with the reason (bad input
+  // when it is the only one asked for).
+  auto add_row = [&](const std::string& name, const storage::CheckpointPlan& candidate, const storage::FailureModel& model, bool only) {
     try {
-      rows.push_back(storage::assess(s, contents, candidate, failures, step_time_s, run));
+      rows.push_back(storage::assess(s, contents, candidate, model, step_time_s, run));
+      rows.back().name = name;
     } catch (const InputError& error) {
-      if (strategies.size() == 1) throw;  // the one strategy asked for cannot run: bad input
+      if (only) throw;
       storage::Assessment unavailable;
       unavailable.plan = candidate;
+      unavailable.name = name;
       unavailable.available = false;
       std::string reason = error.what();
       if (reason.rfind(s.file + ": ", 0) == 0) reason = reason.substr(s.file.size() + 2);
       unavailable.unavailable_reason = reason;
       rows.push_back(unavailable);
     }
+  };
+  for (storage::Strategy strategy : strategies) {
+    storage::CheckpointPlan candidate = plan;
+    candidate.strategy = strategy;
+    spdlog::info("{}: simulating save and restore", storage::to_string(strategy));
+    add_row("", candidate, failures, strategies.size() == 1);
   }
-
   if (o.strategy.empty() || checkpointless_only) {
     // Peer copies at the scenario's interval or Young/Daly's (first order, Daly's optimum does not depend
     // on the recovery time; copying every step costs a GPU-to-host stall every step).
@@ -133,20 +139,7 @@ int run_checkpoint(const GlobalOptions& globals, const CheckpointOptions& o) {
     storage::FailureModel in_process = failures;
     in_process.recovery = storage::Recovery::in_process;
     spdlog::info("checkpointless: simulating peer save and restore");
-    try {
-      rows.push_back(storage::assess(s, contents, candidate, in_process, step_time_s, run));
-      rows.back().name = "checkpointless";
-    } catch (const InputError& error) {
-      if (checkpointless_only) throw;
-      storage::Assessment unavailable;
-      unavailable.plan = candidate;
-      unavailable.name = "checkpointless";
-      unavailable.available = false;
-      std::string reason = error.what();
-      if (reason.rfind(s.file + ": ", 0) == 0) reason = reason.substr(s.file.size() + 2);
-      unavailable.unavailable_reason = reason;
-      rows.push_back(unavailable);
-    }
+    add_row("checkpointless", candidate, in_process, checkpointless_only);
   }
 
   if (o.json_file != "-" && o.metrics.file != "-") write_output("-", summary(s, contents, step_time_s, run, rate_per_hour, rows));

@@ -172,12 +172,8 @@ class Simulation {
     if (node_[node] == kDown) return;  // already in repair
     ++result_.node_failures;
     // Its cause, in Llama 3's proportions, and the GPU a GPU-attributed cause hit.
-    const auto& causes = llama3_failure_causes();
-    std::vector<int> weights;
-    for (const auto& c : causes) weights.push_back(c.count);
-    std::discrete_distribution<int> cause(weights.begin(), weights.end());
     std::uniform_int_distribution<int> gpu(0, shape_.gpus_per_node - 1);
-    const int drawn = cause(rng_);
+    const int drawn = cause_(rng_);
     result_.failures.push_back({now, node, drawn, gpu(rng_)});
     if (node_[node] >= 0) {
       const int j = node_[node];
@@ -571,6 +567,12 @@ class Simulation {
   double usage_time_ = 0;
   bool elastic_ = false;          ///< some job is elastic (min_nodes)
   std::vector<std::size_t> group_sizes_;  ///< nodes per group, largest first
+  /// A failure's root cause, in the Llama 3 table's proportions (failure_causes.hpp).
+  std::discrete_distribution<int> cause_ = [] {
+    std::vector<int> weights;
+    for (const auto& c : llama3_failure_causes()) weights.push_back(c.count);
+    return std::discrete_distribution<int>(weights.begin(), weights.end());
+  }();
   std::set<int> queue_;          ///< waiting jobs, by trace index (= arrival order)
   std::set<int> running_;
   int free_ = 0, busy_ = 0, down_ = 0, done_ = 0;
@@ -594,19 +596,6 @@ std::vector<std::vector<int>> ClusterShape::group_members() const {
   std::vector<std::vector<int>> members(groups());
   for (int n = 0; n < nodes; ++n) members[group_of(n)].push_back(n);
   return members;
-}
-
-int ClusterShape::min_groups(int count) const {
-  std::vector<std::size_t> sizes;
-  for (const auto& m : group_members()) sizes.push_back(m.size());
-  std::sort(sizes.rbegin(), sizes.rend());
-  int groups_needed = 0;
-  for (std::size_t size : sizes) {
-    if (count <= 0) break;
-    count -= static_cast<int>(size);
-    ++groups_needed;
-  }
-  return groups_needed;
 }
 
 std::string to_string(Policy policy) {

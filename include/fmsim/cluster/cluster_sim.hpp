@@ -38,8 +38,6 @@ struct ClusterShape {
   int groups() const;
   /// The nodes of each group, in node order.
   std::vector<std::vector<int>> group_members() const;
-  /// The fewest groups `count` nodes fit in (the largest groups first).
-  int min_groups(int count) const;
 };
 
 struct FailureModel {
