@@ -11,6 +11,7 @@
 #include "fmsim/cluster/kueue.hpp"
 #include "fmsim/common/error.hpp"
 #include "fmsim/config/json_file.hpp"
+#include "fmsim/config/yaml_guard.hpp"
 
 namespace fmsim::cluster {
 
@@ -42,50 +43,6 @@ std::string text_of(const YAML::Node& node, const std::string& where) {
 void read_document(const YAML::Node& doc, const std::string& where, KueueConfig& k,
                    std::vector<std::pair<std::string, std::string>>& local_queues);
 
-/// yaml-cpp 0.7 (Debian bookworm's) never returns from input with a ',' starting a line outside a flow
-/// collection ("," at a document's start, "l\n#\n,": found by fuzz_kueue): such a file is refused before it
-/// reaches the parser. A ',' there is never valid YAML in block context. Flow depth is counted outside
-/// quotes and comments; tags and anchors before the ',' are skipped.
-void refuse_leading_comma(const std::string& text, const std::string& file) {
-  int depth = 0;  // open [ and { outside quotes and comments
-  std::size_t line_start = 0;
-  int number = 0;
-  while (line_start < text.size()) {
-    ++number;
-    std::size_t end = text.find('\n', line_start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(line_start, end - line_start);
-    line_start = end + 1;
-    if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line = line.substr(3);
-    if (line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0) line = line.substr(3);
-    std::size_t i = 0;
-    while (true) {
-      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
-      if (i < line.size() && (line[i] == '!' || line[i] == '&')) {  // a tag or an anchor: the token after it counts
-        ++i;  // its name ends at a blank or a flow indicator
-        while (i < line.size() && line[i] != ' ' && line[i] != '\t' && std::string(",[]{}").find(line[i]) == std::string::npos) ++i;
-        continue;
-      }
-      break;
-    }
-    if (depth == 0 && i < line.size() && line[i] == ',') {
-      throw InputError(file + ":" + std::to_string(number) + ": a ',' cannot start a line outside [...] or {...} in YAML");
-    }
-    char quote = 0;
-    for (std::size_t k = i; k < line.size(); ++k) {
-      const char c = line[k];
-      if (quote) {
-        if (c == quote) quote = 0;
-        continue;
-      }
-      if (c == '\'' || c == '"') quote = c;
-      else if (c == '#' && (k == 0 || line[k - 1] == ' ' || line[k - 1] == '\t')) break;
-      else if (c == '[' || c == '{') ++depth;
-      else if ((c == ']' || c == '}') && depth > 0) --depth;
-    }
-  }
-}
-
 }  // namespace
 
 KueueConfig read_kueue(const std::filesystem::path& path) {
@@ -97,7 +54,7 @@ KueueConfig read_kueue(const std::filesystem::path& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (!in) throw InputError(path.string() + ": cannot be read");
-  refuse_leading_comma(text.str(), path.string());
+  config::refuse_misplaced_yaml_comma(text.str(), path.string());  // yaml-cpp 0.7 hangs on some
   try {
     docs = YAML::LoadAll(text.str());
   } catch (const YAML::Exception& e) {

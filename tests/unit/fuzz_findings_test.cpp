@@ -9,6 +9,7 @@
 
 #include "fmsim/cluster/kueue.hpp"
 #include "fmsim/common/error.hpp"
+#include "fmsim/config/yaml_guard.hpp"
 #include "fmsim/engine/result_bytes.hpp"
 #include "fmsim/units/format.hpp"
 
@@ -51,4 +52,35 @@ TEST_CASE("Kueue YAML with a key looked up in a scalar or a list is bad input, n
     CHECK_THROWS_AS(fmsim::cluster::read_kueue(path), fmsim::InputError);
     std::filesystem::remove(path);
   }
+}
+
+TEST_CASE("a ',' where a YAML token starts outside a flow collection is refused before yaml-cpp 0.7 loops on it", "[robustness][cluster]") {
+  // fuzz_kueue, 2026-11-27 (session 21): `"k" ,` and `[a] ,` at a document's top level, and a ',' after an
+  // anchor, hang yaml-cpp 0.7 while it allocates (the long run's growing memory). The guard names the line
+  // and column; YAML with commas where they are valid still reaches the parser.
+  using fmsim::config::refuse_misplaced_yaml_comma;
+  for (const std::string text : {"\"k\" ,\n", "[a] ,\n", "{a: 1} ,\n", "\"k\" &&,\n", "a: *x ,\n", " , x\n", "l\n#\n,\n",
+                                 "a: 1\n---\n!tag\n, b\n", "a: 'it''s' ,\n", "a: [1,\n 2] ,\n", "a: \"multi\n line\" ,\n",
+                                 "\"a\"b\n?\n", "\"a\" b\n?\n", "\"a\"b\"c\"\nx\n?\n", "\"a\"#c\n", "[a] b\n", "a: *x y\n"}) {
+    CAPTURE(text);
+    CHECK_THROWS_AS(refuse_misplaced_yaml_comma(text, "k.yaml"), fmsim::InputError);
+  }
+  try {
+    refuse_misplaced_yaml_comma("kind: ClusterQueue\nspec:\n  \"k\" ,\n", "q.yaml");
+    FAIL("not refused");
+  } catch (const fmsim::InputError& e) {
+    CHECK(std::string(e.what()).find("q.yaml:3:7:") != std::string::npos);
+  }
+  for (const std::string text : {"a: x, y\n", "\"a,b\": 1\n", "a: [1, 2, {b: 3, c: 4}]\n", "a: |\n  , in a block scalar\n  ,\nb: 2\n",
+                                 "a: >-\n    ,folded\n", "a: 'x,' # , comment\n", "- [a, b]\n- {c: d}\n", "a: \"q\\\" ,\"\n",
+                                 "%YAML 1.2\n---\na: 1\n...\n", "a: &anchor x\nb: *anchor\n", "a: !!str 1\n",
+                                 "\"k\": v\n", "\"k\":v\n", "[a, b]: 1\n", "*a : x\n", "a: \"x\" # note\n", "a: 'x\n  y'\n"}) {
+    CAPTURE(text);
+    CHECK_NOTHROW(refuse_misplaced_yaml_comma(text, "k.yaml"));
+  }
+  // And through the reader, the input that hung the fuzzer.
+  const auto path = std::filesystem::temp_directory_path() / "fmsim-fuzz-kueue-hang.yaml";
+  std::ofstream(path) << "# Kueue\n    flavors:\n  \"acceptance_rate\"  &&&&&&,&&&&\n    reclaimWithinCohort: x\n";
+  CHECK_THROWS_AS(fmsim::cluster::read_kueue(path), fmsim::InputError);
+  std::filesystem::remove(path);
 }

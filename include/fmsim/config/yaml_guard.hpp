@@ -1,0 +1,19 @@
+#pragma once
+// A guard in front of yaml-cpp 0.7 (Debian bookworm's): it never returns, allocating as it goes, on some
+// malformed YAML (found by fuzz_kueue): a ',' where a token starts outside a flow collection ("," starting a
+// line, `"k" ,` or `[a] ,` at a document's top level, `l\n#\n,`), and a quoted value followed by more text
+// on its line (`"a" b` with a `?` line later). Neither is valid YAML (a plain scalar cannot start with a
+// flow indicator; after a quoted value, [...], {...} or an alias only ':' or a comment may follow on its
+// line), so the file is refused, naming its line and column, before it reaches the parser.
+#include <string>
+
+namespace fmsim::config {
+
+/// Throws InputError("FILE:LINE:COLUMN: ...") where `text` has, outside [...] and {...}, a ',' at the start
+/// of a token (a line's start, after an anchor, a tag or a block indicator "- ", "? ", ": "), or anything
+/// but ':' or a comment after a quoted value, a closed [...] or {...}, or an alias on the same line. Quotes
+/// (across lines), comments and block scalars (| and >) are read past. A ',' inside a plain scalar
+/// (`a: x, y`) is valid and left to the parser.
+void refuse_misplaced_yaml_comma(const std::string& text, const std::string& file);
+
+}  // namespace fmsim::config

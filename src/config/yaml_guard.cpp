@@ -1,0 +1,115 @@
+// The ',' guard in front of yaml-cpp 0.7 (yaml_guard.hpp). One pass over the text, line by line, with the
+// state YAML carries across lines: the open quote, the depth of [ and {, and a block scalar's indentation.
+#include "fmsim/config/yaml_guard.hpp"
+
+#include <cstddef>
+
+#include "fmsim/common/error.hpp"
+
+namespace fmsim::config {
+
+namespace {
+
+bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+bool flow_indicator(char c) { return c == ',' || c == '[' || c == ']' || c == '{' || c == '}'; }
+
+struct ScanState {
+  int depth = 0;          ///< open [ and { outside quotes and comments
+  char quote = 0;         ///< the open quote, if a quoted scalar goes on past the line
+  int block_indent = -1;  ///< a block scalar's parent indentation while its content lines run
+};
+
+/// Reads one line; returns the column of a misplaced ',' (or of what follows a closed value) or npos.
+std::size_t scan_line(const std::string& line, ScanState& s) {
+  std::size_t indent = 0;
+  while (indent < line.size() && line[indent] == ' ') ++indent;
+  if (s.block_indent >= 0) {
+    const bool empty = line.find_first_not_of(" \t\r") == std::string::npos;
+    if (empty || static_cast<int>(indent) > s.block_indent) return std::string::npos;  // block scalar content
+    s.block_indent = -1;
+  }
+  std::size_t k = 0;
+  if (s.quote == 0 && s.depth == 0) {
+    if (line.rfind('%', 0) == 0) return std::string::npos;  // a directive
+    if ((line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0) && (line.size() == 3 || blank(line[3]))) k = 3;
+  }
+  bool token_start = true, in_plain = false;
+  bool closed = false;  // a quoted value, [...], {...} or an alias just ended at depth 0
+  for (; k < line.size(); ++k) {
+    const char c = line[k];
+    const bool next_blank = k + 1 >= line.size() || blank(line[k + 1]);
+    if (s.quote) {
+      if (s.quote == '"' && c == '\\') ++k;  // an escape: the next character is taken as it is
+      else if (s.quote == '\'' && c == '\'' && k + 1 < line.size() && line[k + 1] == '\'') ++k;  // '' in '...'
+      else if (c == s.quote) s.quote = 0, token_start = true, closed = s.depth == 0;
+      continue;
+    }
+    if (blank(c)) continue;
+    if (c == '#' && (k == 0 || blank(line[k - 1]))) break;  // a comment
+    if (s.depth > 0) {
+      if (c == '"' || c == '\'') s.quote = c;
+      else if (c == '[' || c == '{') ++s.depth;
+      else if (c == ']' || c == '}') {
+        if (--s.depth == 0) token_start = true, in_plain = false, closed = true;
+      }
+      continue;
+    }
+    if (closed) {  // only a ':' (the value was a key) may follow on its line: `"k" ,`, `"a" b` then `?` loop
+      if (c != ':') return k;
+      closed = false;
+      continue;
+    }
+    if (in_plain) {  // a plain scalar runs to ": " or " #"
+      if (c == ':' && next_blank) in_plain = false, token_start = true;
+      continue;
+    }
+    if (!token_start) {
+      in_plain = true;
+      continue;
+    }
+    if (c == ',') return k;
+    if (c == '"' || c == '\'') {
+      s.quote = c;
+    } else if (c == '[' || c == '{') {
+      ++s.depth;
+    } else if (c == '&' || c == '!' || c == '*') {  // an anchor, tag or alias: its name ends at a blank or flow indicator
+      while (k + 1 < line.size() && !blank(line[k + 1]) && !flow_indicator(line[k + 1])) ++k;
+      closed = c == '*';  // an alias is a whole value
+    } else if ((c == '-' || c == '?' || c == ':') && next_blank) {
+      // a block indicator: a token follows
+    } else if (c == '|' || c == '>') {
+      s.block_indent = static_cast<int>(indent);
+      return std::string::npos;  // the header's modifiers and comment; content lines follow
+    } else if (c == ']' || c == '}') {
+      // unbalanced: yaml-cpp reports it
+    } else {
+      in_plain = true;
+      token_start = false;
+    }
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
+void refuse_misplaced_yaml_comma(const std::string& text, const std::string& file) {
+  ScanState state;
+  std::size_t start = 0;
+  int number = 0;
+  while (start < text.size()) {
+    ++number;
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line = line.substr(3);
+    const std::size_t at = scan_line(line, state);
+    if (at == std::string::npos) continue;
+    const std::string where = file + ":" + std::to_string(number) + ":" + std::to_string(at + 1) + ": ";
+    const char c = line[at];
+    if (c == ',') throw InputError(where + "a ',' cannot start a value outside [...] or {...} in YAML");
+    throw InputError(where + "'" + std::string(1, c) + "' after a quoted value, [...], {...} or an alias: only ':' or a comment may follow it on its line in YAML");
+  }
+}
+
+}  // namespace fmsim::config
