@@ -3,6 +3,7 @@
 #include "fmsim/config/yaml_guard.hpp"
 
 #include <cstddef>
+#include <cstdio>
 
 #include "fmsim/common/error.hpp"
 
@@ -103,6 +104,15 @@ void refuse_misplaced_yaml_comma(const std::string& text, const std::string& fil
     std::string line = text.substr(start, end - start);
     start = end + 1;
     if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line = line.substr(3);
+    for (std::size_t k = 0; k < line.size(); ++k) {  // YAML streams hold printable characters only (YAML 1.2, 5.1)
+      const auto u = static_cast<unsigned char>(line[k]);
+      if ((u < 0x20 && u != '\t' && u != '\r') || u == 0x7F) {
+        char code[8];
+        std::snprintf(code, sizeof code, "0x%02X", u);
+        throw InputError(file + ":" + std::to_string(number) + ":" + std::to_string(k + 1) + ": control character " + code +
+                         ": YAML allows printable characters only (is this a binary file?)");
+      }
+    }
     const std::size_t at = scan_line(line, state);
     if (at == std::string::npos) continue;
     const std::string where = file + ":" + std::to_string(number) + ":" + std::to_string(at + 1) + ": ";

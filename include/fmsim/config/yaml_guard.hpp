@@ -4,7 +4,9 @@
 // line, `"k" ,` or `[a] ,` at a document's top level, `l\n#\n,`), and a quoted value followed by more text
 // on its line (`"a" b` with a `?` line later). Neither is valid YAML (a plain scalar cannot start with a
 // flow indicator; after a quoted value, [...], {...} or an alias only ':' or a comment may follow on its
-// line), so the file is refused, naming its line and column, before it reaches the parser.
+// line), so the file is refused, naming its line and column, before it reaches the parser; so is a control
+// character (NUL and the other C0 codes but tab, line feed and carriage return, and DEL), which YAML does
+// not allow in a stream and which hid a ',' from the guard (`\0\0\0,` hangs yaml-cpp too).
 #include <string>
 
 namespace fmsim::config {
