@@ -29,9 +29,10 @@ namespace {
 
 struct ClusterOptions {
   std::string cluster_file, jobs_file, policy = "backfill", placement = "topology", json_file, timeline_file;
-  std::string repair = "4h", restart = "10min", rescale = "60s", topology_conf, kueue;
+  std::string repair = "4h", restart = "10min", rescale = "60s", watchdog = "10min", topology_conf, kueue;
   std::vector<std::string> fail_nodes;
-  double failures_per_node_hour = 0;
+  double failures_per_node_hour = 0, straggler_fraction = 0, straggler_slowdown = 0.10;
+  int spares = 0;
   std::uint64_t seed = 1;
   MetricsCli metrics;
 };
@@ -96,16 +97,42 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   run.options.failures.repair_s = time_option("--repair", o.repair);
   run.options.failures.restart_s = time_option("--restart", o.restart);
   run.options.failures.rescale_s = time_option("--rescale", o.rescale);
+  run.options.failures.watchdog_s = time_option("--watchdog", o.watchdog);
   for (const auto& text : o.fail_nodes) {
-    // NODE@TIME: node index and a time of the trace ("17@6h").
+    // NODE@TIME[:KIND]: node index, a time of the trace and the failure's kind ("17@6h", "3@2h:hang").
     const auto at = text.find('@');
+    const auto colon = text.find(':', at == std::string::npos ? 0 : at);
     char* end = nullptr;
     const long node = at == std::string::npos ? -1 : std::strtol(text.substr(0, at).c_str(), &end, 10);
     if (at == std::string::npos || at == 0 || *end != '\0' || node < 0 || node >= spec.nodes) {
-      throw InputError("--fail-node '" + text + "': expected NODE@TIME with NODE from 0 to " + std::to_string(spec.nodes - 1) + ", like 3@6h");
+      throw InputError("--fail-node '" + text + "': expected NODE@TIME[:KIND] with NODE from 0 to " + std::to_string(spec.nodes - 1) +
+                       ", like 3@6h or 3@6h:hang");
     }
-    run.options.failures.injected.push_back({time_option("--fail-node", text.substr(at + 1)), static_cast<int>(node)});
+    cluster::FailureModel::Injected failure;
+    failure.node = static_cast<int>(node);
+    failure.time_s = time_option("--fail-node", text.substr(at + 1, colon == std::string::npos ? std::string::npos : colon - at - 1));
+    if (colon != std::string::npos) {
+      const std::string kind = text.substr(colon + 1);
+      if (kind == "hardware") failure.recovery = cluster::Recovery::repair;
+      else if (kind == "software") failure.recovery = cluster::Recovery::restart;
+      else if (kind == "hang") failure.recovery = cluster::Recovery::hang;
+      else throw InputError("--fail-node '" + text + "': kind '" + kind + "': expected hardware, software or hang");
+    }
+    run.options.failures.injected.push_back(failure);
   }
+  if (!std::isfinite(o.straggler_fraction) || o.straggler_fraction < 0 || o.straggler_fraction > 1) {
+    throw InputError("--stragglers " + std::to_string(o.straggler_fraction) + ": expected a fraction of nodes from 0 to 1 (MegaScale saw about 0.005)");
+  }
+  if (!std::isfinite(o.straggler_slowdown) || o.straggler_slowdown < 0 || o.straggler_slowdown > 10) {
+    throw InputError("--straggler-slowdown " + std::to_string(o.straggler_slowdown) + ": expected 0 to 10 (0.10: 10 % slower, MegaScale's)");
+  }
+  if (o.spares < 0 || o.spares >= spec.nodes) {
+    throw InputError("--spares " + std::to_string(o.spares) + ": expected 0 to " + std::to_string(spec.nodes - 1) +
+                     " hot spare nodes (the rest of the " + std::to_string(spec.nodes) + " nodes are scheduled)");
+  }
+  run.options.failures.straggler_fraction = o.straggler_fraction;
+  run.options.failures.straggler_slowdown = o.straggler_slowdown;
+  run.options.failures.spare_nodes = o.spares;
   run.options.failures.seed = o.seed;
   run.jobs = cluster::read_job_trace(o.jobs_file, spec.gpus_per_node, spec.nodes);
   spdlog::info("{}: {} jobs on {} nodes, {} scheduling", o.jobs_file, run.jobs.size(), spec.nodes, cluster::to_string(run.options.policy));
@@ -138,7 +165,12 @@ void register_cluster(CLI::App& app, const GlobalOptions& globals, Action& actio
   sub->add_option("--repair", o->repair, "time a failed node is out (default 4h)");
   sub->add_option("--restart", o->restart, "an interrupted job's restart cost (default 10min)");
   sub->add_option("--seed", o->seed, "seed of the failure draws")->check(CLI::NonNegativeNumber);
-  sub->add_option("--fail-node", o->fail_nodes, "fail a given node at a given time: NODE@TIME, e.g. 3@6h (repeatable)");
+  sub->add_option("--fail-node", o->fail_nodes,
+                  "fail a given node at a given time: NODE@TIME[:KIND], KIND hardware (default), software or hang, its cause drawn from the Llama 3 table, e.g. 3@6h:hang (repeatable)");
+  sub->add_option("--watchdog", o->watchdog, "a hung collective is detected after this (default 10min, PyTorch's NCCL timeout)");
+  sub->add_option("--stragglers", o->straggler_fraction, "fraction of nodes that run slow (default 0; MegaScale saw ~0.005)");
+  sub->add_option("--straggler-slowdown", o->straggler_slowdown, "how much slower a straggler runs (default 0.10, MegaScale's)");
+  sub->add_option("--spares", o->spares, "hot spare nodes held out of scheduling to replace failed nodes of running jobs (default 0)");
   sub->add_option("--rescale", o->rescale, "an elastic job's pause when it shrinks or grows (default 60s)");
   sub->add_option("--kueue", o->kueue, "Kubernetes + Kueue admission: ClusterQueue/LocalQueue YAML (quotas, cohorts, preemption); jobs' queue names their queue");
   sub->add_option("--topology-conf", o->topology_conf, "Slurm topology.conf: leaf switches (topology/tree) or blocks (topology/block) for placement");

@@ -95,7 +95,8 @@ json to_json(const ClusterRun& run) {
     jobs.push_back({{"id", s.id}, {"queue", s.queue}, {"nodes", s.nodes}, {"gpus", s.nodes * run.shape.gpus_per_node}, {"runs", runs},
                     {"submit_s", s.submit_s}, {"duration_s", o.duration_s}, {"start_s", o.first_start_s}, {"end_s", o.end_s},
                     {"wait_s", o.first_start_s - s.submit_s}, {"completion_s", o.end_s - s.submit_s},
-                    {"restarts", o.restarts}, {"preemptions", o.preemptions}, {"rescales", o.rescales}, {"min_nodes", s.min_nodes}, {"lost_s", o.lost_s}, {"switches_spanned", o.groups_spanned},
+                    {"restarts", o.restarts}, {"preemptions", o.preemptions}, {"rescales", o.rescales}, {"min_nodes", s.min_nodes}, {"lost_s", o.lost_s},
+                    {"hangs", o.hangs}, {"spare_swaps", o.spare_swaps}, {"straggler_s", o.straggler_s}, {"switches_spanned", o.groups_spanned},
                     {"switches_needed", o.min_groups}});
     waits_by_queue[s.queue].push_back(o.first_start_s - s.submit_s);
   }
@@ -116,7 +117,12 @@ json to_json(const ClusterRun& run) {
               {"failures", {{"node_failures_per_node_hour", run.options.failures.node_failures_per_node_hour},
                             {"repair_s", run.options.failures.repair_s}, {"restart_s", run.options.failures.restart_s},
                             {"seed", run.options.failures.seed}, {"node_failures", r.node_failures},
-                            {"by_cause", failures_by_cause(r)}}},
+                            {"by_cause", failures_by_cause(r)}, {"watchdog_s", run.options.failures.watchdog_s},
+                            {"hangs", r.hangs}, {"software_restarts", r.software_restarts},
+                            {"spares", {{"nodes", run.options.failures.spare_nodes}, {"swaps", r.spare_swaps}, {"exhausted", r.spares_exhausted},
+                                        {"gpu_hours", r.spare_node_s * gpn / 3600}}},
+                            {"stragglers", {{"fraction", run.options.failures.straggler_fraction}, {"slowdown", run.options.failures.straggler_slowdown},
+                                            {"nodes", r.stragglers}, {"gpu_hours", r.straggler_node_s * gpn / 3600}}}}},
               {"jobs", run.jobs.size()},
               {"completed", t.jcts.size()},
               {"makespan_s", r.makespan_s},
@@ -180,9 +186,24 @@ std::string to_text(const ClusterRun& run) {
   std::snprintf(line, sizeof line, "  placement: %d of %zu jobs span more %s than they need\n", t.spread_more_than_needed, t.jcts.size(),
                 run.shape.nodes_per_domain > 1 ? "NVLink domains" : "leaf switches");
   out += line;
-  if (run.options.failures.node_failures_per_node_hour > 0) {
+  if (r.node_failures > 0) {
     std::snprintf(line, sizeof line, "  failures: %d node failures, %d job restarts, %.0f GPU-hours lost (%.2f %% of capacity)\n",
                   r.node_failures, t.restarts, r.lost_node_s * run.shape.gpus_per_node / 3600, 100 * t.lost);
+    out += line;
+    if (r.hangs > 0 || r.software_restarts > 0) {
+      std::snprintf(line, sizeof line, "    %d hangs (each held its nodes until the %s watchdog), %d software restarts on the same nodes\n", r.hangs,
+                    duration(run.options.failures.watchdog_s).c_str(), r.software_restarts);
+      out += line;
+    }
+  }
+  if (run.options.failures.spare_nodes > 0) {
+    std::snprintf(line, sizeof line, "  spares: %d nodes held, %d failed nodes replaced at once, %d failures found none free; %.0f spare GPU-hours idle\n",
+                  run.options.failures.spare_nodes, r.spare_swaps, r.spares_exhausted, r.spare_node_s * run.shape.gpus_per_node / 3600);
+    out += line;
+  }
+  if (!r.stragglers.empty()) {
+    std::snprintf(line, sizeof line, "  stragglers: %zu nodes %.0f %% slower, %.0f GPU-hours of jobs' run time added\n", r.stragglers.size(),
+                  100 * run.options.failures.straggler_slowdown, r.straggler_node_s * run.shape.gpus_per_node / 3600);
     out += line;
   }
   if (run.options.kueue) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <random>
 #include <set>
@@ -17,14 +18,15 @@ namespace fmsim::cluster {
 
 namespace {
 
-enum class EventKind { repair, finish, failure, submit };  // at one instant: repairs and completions free nodes first
+// At one instant: repairs and completions free nodes first; a hang's watchdog fires before new failures.
+enum class EventKind { repair, finish, hang, failure, submit };
 
 struct Event {
   double time = 0;
   EventKind kind = EventKind::submit;
   long long seq = 0;
-  int index = 0;  ///< job (submit, finish), node (repair); unused for failure
-  int run = 0;    ///< finish: the run it ends (a failure makes older finish events stale)
+  int index = 0;  ///< job (submit, finish, hang), node (repair, injected failure); unused for a random failure
+  int run = 0;    ///< finish, hang: the run it ends (a failure makes older ones stale); injected failure: -1 - its index
   bool operator>(const Event& o) const {
     if (time != o.time) return time > o.time;
     if (kind != o.kind) return kind > o.kind;
@@ -32,7 +34,7 @@ struct Event {
   }
 };
 
-constexpr int kFree = -1, kDown = -2;
+constexpr int kFree = -1, kDown = -2, kSpare = -3;
 
 class Simulation {
  public:
@@ -53,7 +55,9 @@ class Simulation {
     for (const auto& m : members_) group_sizes_.push_back(m.size());
     std::sort(group_sizes_.rbegin(), group_sizes_.rend());
     if (failure_rate_per_s_ > 0) schedule_failure(jobs_.empty() ? 0.0 : jobs_.front().submit_s);
-    for (const auto& [time, node] : options_.failures.injected) push(time, EventKind::failure, node, -1);
+    const auto& injected = options_.failures.injected;
+    for (std::size_t i = 0; i < injected.size(); ++i) push(injected[i].time_s, EventKind::failure, injected[i].node, -1 - static_cast<int>(i));
+    setup_spares_and_stragglers();
   }
 
   ClusterResult run() {
@@ -83,7 +87,10 @@ class Simulation {
     double remaining_s = 0;   ///< work left (at the last checkpoint)
     double run_start_s = 0;   ///< start of the current run
     double overhead_s = 0;    ///< restart cost at the head of the current run
-    double rate = 1;          ///< elastic: the share of its requested nodes it runs on
+    double share = 1;         ///< elastic: the share of its requested nodes it runs on
+    double speed = 1;         ///< 1 / (1 + straggler slowdown) when a straggler is among its nodes
+    double rate = 1;          ///< work per second of the current run: share x speed
+    double hung_since = -1;   ///< a hung collective stopped its progress then (the watchdog fires later)
     int run = 0;
     bool running = false;
     std::vector<int> nodes;
@@ -115,6 +122,7 @@ class Simulation {
     if (dt > 0) {
       result_.busy_node_s += dt * busy_;
       result_.down_node_s += dt * down_;
+      result_.spare_node_s += dt * spare_free_;
       if (!queue_.empty()) result_.idle_while_waiting_node_s += dt * free_;
     }
     last_time_ = now;
@@ -136,10 +144,12 @@ class Simulation {
       case EventKind::finish: {
         auto& s = state_[e.index];
         if (!s.running || s.run != e.run) break;  // stale: that run was interrupted
+        if (s.hung_since >= 0) break;             // hung: the watchdog ends this run
         result_.jobs[e.index].runs.push_back({s.run_start_s, now, s.nodes, false});
         // A run after a failure starts with its restart: time the failure cost too.
         result_.jobs[e.index].lost_s += s.overhead_s;
         result_.lost_node_s += s.overhead_s * s.nodes.size();
+        add_straggler_time(e.index, s.remaining_s);
         release(s.nodes, now);
         release_quota(e.index, now);
         s.running = false;
@@ -149,9 +159,17 @@ class Simulation {
         ++done_;
         break;
       }
+      case EventKind::hang: {
+        auto& s = state_[e.index];
+        if (!s.running || s.run != e.run) break;  // stale: a failure or preemption ended the hung run first
+        const std::vector<int> nodes = s.nodes;
+        interrupt(e.index, now);
+        start(e.index, now, nodes);  // restarted on the same nodes
+        break;
+      }
       case EventKind::failure: {
         if (e.run < 0) {  // injected: a given node
-          fail(e.index, now);
+          fail(e.index, now, options_.failures.injected[-1 - e.run].recovery);
           break;
         }
         std::uniform_int_distribution<int> pick(0, shape_.nodes - 1);
@@ -160,35 +178,134 @@ class Simulation {
         break;
       }
       case EventKind::repair:
-        node_[e.index] = kFree;
         --down_;
+        if (spare_free_ < options_.failures.spare_nodes) {  // the spare pool first
+          node_[e.index] = kSpare;
+          ++spare_free_;
+          break;
+        }
+        node_[e.index] = kFree;
         ++free_;
         ++group_free_[group_of(e.index)];
         break;
     }
   }
 
-  void fail(int node, double now) {
+  /// Node `node` fails now, with a cause drawn from the Llama 3 table (of the given recovery when one is
+  /// given); what follows depends on the cause's recovery (failure_causes.hpp).
+  void fail(int node, double now, std::optional<Recovery> forced = std::nullopt) {
     if (node_[node] == kDown) return;  // already in repair
     ++result_.node_failures;
     // Its cause, in Llama 3's proportions, and the GPU a GPU-attributed cause hit.
     std::uniform_int_distribution<int> gpu(0, shape_.gpus_per_node - 1);
-    const int drawn = cause_(rng_);
-    result_.failures.push_back({now, node, drawn, gpu(rng_)});
-    if (node_[node] >= 0) {
-      const int j = node_[node];
+    const int drawn = forced ? cause_of_[static_cast<int>(*forced)](rng_) : cause_(rng_);
+    const int job = node_[node] >= 0 ? node_[node] : -1;
+    result_.failures.push_back({now, node, drawn, gpu(rng_), job});
+    const Recovery recovery = llama3_failure_causes()[drawn].recovery();
+    if (recovery != Recovery::repair) {  // the node is healthy: only its job is hit
+      if (job < 0) return;
+      auto& s = state_[job];
+      if (recovery == Recovery::hang) {
+        if (s.hung_since >= 0) return;  // already hung
+        s.hung_since = now;
+        ++result_.hangs;
+        ++result_.jobs[job].hangs;
+        push(now + options_.failures.watchdog_s, EventKind::hang, job, s.run);
+        return;
+      }
+      ++result_.software_restarts;
+      const std::vector<int> nodes = s.nodes;
+      interrupt(job, now);
+      start(job, now, nodes);
+      return;
+    }
+    if (node_[node] == kSpare) --spare_free_;
+    std::vector<int> restart_on;  // a hot spare takes the failed node's place
+    if (job >= 0) {
+      const int j = job;
       if (jobs_[j].min_nodes > 0 && static_cast<int>(state_[j].nodes.size()) - 1 >= jobs_[j].min_nodes) {
         shrink(j, node, now);
       } else {
+        if (options_.failures.spare_nodes > 0) {
+          const int spare = take_spare(group_of(node));
+          if (spare >= 0) {
+            restart_on = state_[j].nodes;
+            std::replace(restart_on.begin(), restart_on.end(), node, spare);
+            ++result_.spare_swaps;
+            ++result_.jobs[j].spare_swaps;
+          } else {
+            ++result_.spares_exhausted;
+          }
+        }
         interrupt(j, now);
       }
     }
     // The node (now free) goes to repair.
+    if (node_[node] == kFree) {
+      --free_;
+      --group_free_[group_of(node)];
+    }
     node_[node] = kDown;
-    --free_;
-    --group_free_[group_of(node)];
     ++down_;
     push(now + options_.failures.repair_s, EventKind::repair, node);
+    if (!restart_on.empty()) start(job, now, restart_on);
+  }
+
+  // ---- Hot spares and stragglers ----
+  /// The highest-numbered nodes become the spare pool; straggler nodes are drawn once per seed.
+  void setup_spares_and_stragglers() {
+    const auto& f = options_.failures;
+    if (f.spare_nodes >= shape_.nodes) throw std::logic_error("the spare pool must leave nodes to schedule");
+    for (int k = 0; k < f.spare_nodes; ++k) {
+      const int n = shape_.nodes - 1 - k;
+      node_[n] = kSpare;
+      --free_;
+      --group_free_[group_of(n)];
+      ++spare_free_;
+    }
+    straggler_.assign(shape_.nodes, false);
+    if (f.straggler_fraction <= 0) return;
+    std::mt19937_64 draw(f.seed ^ 0x5354524147474C45ULL);  // its own stream: failures draw the same with or without
+    std::bernoulli_distribution slow(std::min(1.0, f.straggler_fraction));
+    for (int n = 0; n < shape_.nodes; ++n) {
+      straggler_[n] = slow(draw);
+      if (straggler_[n]) result_.stragglers.push_back(n);
+    }
+  }
+  /// A spare for a failed node of group `group` (one in the same group first), now a free node; -1: none.
+  int take_spare(int group) {
+    if (spare_free_ == 0) return -1;
+    int pick = -1;
+    for (int n : members_[group]) {
+      if (node_[n] == kSpare) {
+        pick = n;
+        break;
+      }
+    }
+    for (int n = shape_.nodes - 1; pick < 0 && n >= 0; --n) {
+      if (node_[n] == kSpare) pick = n;
+    }
+    node_[pick] = kFree;
+    --spare_free_;
+    ++free_;
+    ++group_free_[group_of(pick)];
+    return pick;
+  }
+  /// The pace of a synchronous job on `nodes`: its slowest node's.
+  double speed_on(const std::vector<int>& nodes) const {
+    for (int n : nodes) {
+      if (straggler_[n]) return 1.0 / (1.0 + options_.failures.straggler_slowdown);
+    }
+    return 1.0;
+  }
+  /// `work_s` of work done in the current run took work_s / rate; at its share alone it takes
+  /// work_s / share: the difference is the stragglers'.
+  void add_straggler_time(int j, double work_s) {
+    const auto& s = state_[j];
+    if (s.speed >= 1.0 || work_s <= 0) return;
+    const double extra = work_s / s.rate - work_s / s.share;
+    result_.jobs[j].straggler_s += extra;
+    result_.straggler_node_s += extra * s.nodes.size();
   }
 
   /// Ends job `j`'s run early (a failure of one of its nodes, or a preemption): the work since its last
@@ -197,13 +314,16 @@ class Simulation {
     auto& s = state_[j];
     auto& outcome = result_.jobs[j];
     const double ran = now - s.run_start_s;
-    const double worked = std::max(0.0, ran - s.overhead_s) * s.rate;  // full-size seconds of work
+    const double progress_end = s.hung_since >= 0 ? std::min(now, s.hung_since) : now;  // a hang stopped progress
+    const double worked = std::max(0.0, progress_end - s.run_start_s - s.overhead_s) * s.rate;  // full-size seconds of work
     const double interval = jobs_[j].checkpoint_interval_s;
     const double kept = interval > 0 ? std::min(s.remaining_s, std::floor(worked / interval) * interval) : 0.0;
     s.remaining_s -= kept;
     outcome.lost_s += ran - kept / s.rate;
     result_.lost_node_s += (ran - kept / s.rate) * s.nodes.size();
-    s.rate = 1;
+    add_straggler_time(j, kept);  // the kept work ran at the stragglers' pace
+    s.rate = s.share = s.speed = 1;
+    s.hung_since = -1;
     outcome.runs.push_back({s.run_start_s, now, s.nodes, true});
     ++outcome.restarts;
     release(s.nodes, now);
@@ -220,13 +340,16 @@ class Simulation {
   void rescale(int j, std::vector<int> nodes, double now) {
     auto& s = state_[j];
     auto& outcome = result_.jobs[j];
-    const double worked = std::max(0.0, now - s.run_start_s - s.overhead_s) * s.rate;
+    const double worked = std::min(s.remaining_s, std::max(0.0, now - s.run_start_s - s.overhead_s) * s.rate);
+    add_straggler_time(j, worked);
     s.remaining_s = std::max(0.0, s.remaining_s - worked);
     outcome.lost_s += std::min(s.overhead_s, now - s.run_start_s);  // its pause (restart or rescale) cost time
     outcome.runs.push_back({s.run_start_s, now, s.nodes, false});
     ++outcome.rescales;
     s.nodes = std::move(nodes);
-    s.rate = static_cast<double>(s.nodes.size()) / jobs_[j].nodes;
+    s.share = static_cast<double>(s.nodes.size()) / jobs_[j].nodes;
+    s.speed = speed_on(s.nodes);
+    s.rate = s.share * s.speed;
     s.run_start_s = now;
     s.overhead_s = options_.failures.rescale_s;
     ++s.run;
@@ -456,10 +579,11 @@ class Simulation {
     return chosen;
   }
 
-  void start(int j, double now) {
+  /// Starts job j on free nodes: the placement policy's, or `nodes` (a restart on the nodes it had).
+  void start(int j, double now, std::vector<int> nodes = {}) {
     auto& s = state_[j];
     auto& outcome = result_.jobs[j];
-    s.nodes = place(jobs_[j].nodes);
+    s.nodes = nodes.empty() ? place(jobs_[j].nodes) : std::move(nodes);
     take_quota(j, now);
     for (int n : s.nodes) {
       node_[n] = j;
@@ -469,6 +593,10 @@ class Simulation {
     busy_ += jobs_[j].nodes;
     record_busy(now);
     s.running = true;
+    s.hung_since = -1;
+    s.share = 1;
+    s.speed = speed_on(s.nodes);
+    s.rate = s.speed;
     running_.insert(j);
     queue_.erase(j);
     s.run_start_s = now;
@@ -487,14 +615,14 @@ class Simulation {
       outcome.groups_spanned = static_cast<int>(spanned.size());
       outcome.min_groups = min_groups(jobs_[j].nodes);
     }
-    push(now + s.overhead_s + s.remaining_s, EventKind::finish, j, s.run);
+    push(now + s.overhead_s + s.remaining_s / s.rate, EventKind::finish, j, s.run);
   }
 
   /// When the scheduler expects a running job to end: its restart cost and the rest of its time limit.
   double expected_end(int j) const {
     const auto& s = state_[j];
     const double limit_left = s.remaining_s * jobs_[j].time_limit_s / jobs_[j].duration_s;
-    return s.run_start_s + s.overhead_s + limit_left;
+    return s.run_start_s + s.overhead_s + limit_left / s.rate;
   }
 
   void schedule(double now) {
@@ -558,7 +686,7 @@ class Simulation {
   std::mt19937_64 rng_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   long long seq_ = 0;
-  std::vector<int> node_;        ///< job index, kFree or kDown
+  std::vector<int> node_;        ///< job index, kFree, kDown or kSpare
   std::vector<int> group_free_;  ///< free nodes per leaf switch (or NVLink domain)
   std::vector<std::vector<int>> members_;  ///< the nodes of each group
   std::vector<JobState> state_;
@@ -573,6 +701,18 @@ class Simulation {
     for (const auto& c : llama3_failure_causes()) weights.push_back(c.count);
     return std::discrete_distribution<int>(weights.begin(), weights.end());
   }();
+  /// The same, among the causes of one recovery (an injected failure of a given kind), by Recovery value.
+  std::vector<std::discrete_distribution<int>> cause_of_ = [] {
+    std::vector<std::discrete_distribution<int>> by;
+    for (Recovery r : {Recovery::repair, Recovery::restart, Recovery::hang}) {
+      std::vector<int> weights;
+      for (const auto& c : llama3_failure_causes()) weights.push_back(c.recovery() == r ? c.count : 0);
+      by.emplace_back(weights.begin(), weights.end());
+    }
+    return by;
+  }();
+  std::vector<bool> straggler_;  ///< per node
+  int spare_free_ = 0;           ///< idle hot spares
   std::set<int> queue_;          ///< waiting jobs, by trace index (= arrival order)
   std::set<int> running_;
   int free_ = 0, busy_ = 0, down_ = 0, done_ = 0;

@@ -27,4 +27,19 @@ const std::vector<FailureCause>& llama3_failure_causes() {
   return causes;
 }
 
+Recovery recovery_of(const std::string& category) {
+  if (category == "Dependency") return Recovery::restart;
+  if (category == "Unknown") return Recovery::hang;
+  return Recovery::repair;
+}
+
+std::string to_string(Recovery recovery) {
+  switch (recovery) {
+    case Recovery::restart: return "restart";
+    case Recovery::hang: return "hang";
+    case Recovery::repair: break;
+  }
+  return "repair";
+}
+
 }  // namespace fmsim::cluster

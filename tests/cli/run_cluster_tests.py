@@ -319,6 +319,49 @@ def an_elastic_job_goes_on_without_a_failed_node_and_grows_back():
 
 
 @test
+def hangs_software_failures_spares_and_stragglers_follow_hand_worked_runs():
+    # 8 p5 nodes, a 10-hour job on 7 of them (checkpoint-free); node 0 fails at 2 h.
+    c8 = write(TMP, "c8s.json", json.dumps({"name": "p5-8", "description": "test", "instance_type": "p5.48xlarge", "nodes": 8,
+                                            "fabric": {"topology": "rail-optimized", "nodes_per_leaf": 8, "oversubscription": 1.0}}))
+    hour = 3600.0
+    seven = jobs_file("seven.jsonl", [{"id": "a", "nodes": 7, "duration": "10h"}])
+    # A hang: no progress until the 10 min watchdog, a 10 min restart on the same nodes, 10 h again.
+    doc = run_json("cluster", c8, seven, "--fail-node", "0@2h:hang")
+    job = doc["per_job"][0]
+    assert job["end_s"] == 2 * hour + 600 + 600 + 10 * hour and job["hangs"] == 1, job
+    assert job["runs"][0]["nodes"] == job["runs"][1]["nodes"]
+    assert doc["failures"]["hangs"] == 1 and doc["gpu_hours"]["down"] == 0, doc["failures"]
+    assert list(doc["failures"]["by_cause"]) == ["NCCL Watchdog Timeouts"]
+    assert run_json("cluster", c8, seven, "--fail-node", "0@2h:hang", "--watchdog", "30min")["per_job"][0]["end_s"] == 2 * hour + 1800 + 600 + 10 * hour
+    # Software: restarts at once on the same nodes; the node is not repaired.
+    doc = run_json("cluster", c8, seven, "--fail-node", "0@2h:software")
+    assert doc["per_job"][0]["end_s"] == 2 * hour + 600 + 10 * hour and doc["failures"]["software_restarts"] == 1
+    # Hardware with the 8th node held as a spare: it replaces node 0 at once; without the spare the job would
+    # restart on the free 8th node anyway, so the spare's cost shows as idle GPU-hours.
+    doc = run_json("cluster", c8, seven, "--fail-node", "0@2h:hardware", "--spares", "1")
+    job = doc["per_job"][0]
+    assert job["end_s"] == 2 * hour + 600 + 10 * hour and job["spare_swaps"] == 1, job
+    assert 7 in job["runs"][1]["nodes"] and 0 not in job["runs"][1]["nodes"], job["runs"]
+    # Idle spare: node 7 until the failure at 2 h, then node 0 from its repair at 6 h to the end.
+    spare = doc["failures"]["spares"]
+    assert spare["swaps"] == 1 and spare["exhausted"] == 0, spare
+    assert abs(spare["gpu_hours"] - 8 * (2 + (job["end_s"] / hour - 6))) < 1e-9, spare
+    validate_against_schema(doc)
+    # Every node a straggler, 10 % slower: 11 h.
+    doc = run_json("cluster", c8, seven, "--stragglers", "1")
+    assert abs(doc["per_job"][0]["end_s"] - 11 * hour) < 1e-6 and abs(doc["per_job"][0]["straggler_s"] - hour) < 1e-6
+    assert doc["failures"]["stragglers"]["nodes"] == list(range(8))
+    text = run("cluster", c8, seven, "--fail-node", "0@2h:hang", "--spares", "1", "--stragglers", "1").stdout
+    assert "1 hangs" in text and "spares: 1 nodes held" in text and "stragglers: 8 nodes 10 % slower" in text, text
+    out = os.path.join(TMP, "bad-spares.json")
+    expect_bad_input(["cluster", c8, seven, "--fail-node", "0@2h:flaky", "--json", out], ["--fail-node", "flaky", "hardware, software or hang"], out)
+    expect_bad_input(["cluster", c8, seven, "--spares", "8", "--json", out], ["--spares", "0 to 7"], out)
+    expect_bad_input(["cluster", c8, seven, "--stragglers", "1.5", "--json", out], ["--stragglers", "0 to 1"], out)
+    expect_bad_input(["cluster", c8, seven, "--straggler-slowdown", "-1", "--json", out], ["--straggler-slowdown"], out)
+    expect_bad_input(["cluster", c8, seven, "--watchdog", "later", "--json", out], ["--watchdog", "later"], out)
+
+
+@test
 def bad_traces_and_options_exit_2():
     out = os.path.join(TMP, "bad.json")
     cases = [

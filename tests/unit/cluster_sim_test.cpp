@@ -152,3 +152,139 @@ TEST_CASE("the priority policy starts a later high-priority job first") {
   CHECK(r.jobs[2].first_start_s == 3600);
   CHECK(r.jobs[1].first_start_s == 7200);
 }
+
+namespace {
+
+FailureModel::Injected injected(double time_s, int node, Recovery recovery) {
+  FailureModel::Injected f;
+  f.time_s = time_s;
+  f.node = node;
+  f.recovery = recovery;
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("a hang holds the job's nodes until the watchdog, then it restarts on them; software restarts at once") {
+  // One 2-node job of 1 h, no checkpoint, on 4 nodes; its node 0 fails at 1,000 s. Watchdog 600 s, restart
+  // 600 s. Hang: 1000 + 600 (undetected) + 600 (restart) + 3600 (all work again) = 5800 s. Software: no
+  // watchdog wait: 5200 s. Neither sends the node to repair.
+  std::vector<JobSpec> jobs = {job("a", 0, 2, 3600)};
+  SimOptions o;
+  o.failures.watchdog_s = 600;
+  o.failures.restart_s = 600;
+  o.failures.injected = {injected(1000, 0, Recovery::hang)};
+  auto r = simulate_cluster(shape(4, 4), jobs, o);
+  CHECK(r.jobs[0].end_s == Approx(5800));
+  CHECK(r.hangs == 1);
+  CHECK(r.jobs[0].hangs == 1);
+  CHECK(r.jobs[0].restarts == 1);
+  CHECK(r.jobs[0].lost_s == Approx(2200));
+  CHECK(r.down_node_s == 0);
+  REQUIRE(r.jobs[0].runs.size() == 2);
+  CHECK(r.jobs[0].runs[1].nodes == r.jobs[0].runs[0].nodes);
+  CHECK(llama3_failure_causes()[r.failures[0].cause].name == "NCCL Watchdog Timeouts");
+  CHECK(r.failures[0].job == 0);
+
+  o.failures.injected = {injected(1000, 0, Recovery::restart)};
+  r = simulate_cluster(shape(4, 4), jobs, o);
+  CHECK(r.jobs[0].end_s == Approx(5200));
+  CHECK(r.software_restarts == 1);
+  CHECK(r.hangs == 0);
+  CHECK(r.down_node_s == 0);
+  CHECK(llama3_failure_causes()[r.failures[0].cause].category == "Dependency");
+
+  // A hang on a node with no job stops nothing.
+  o.failures.injected = {injected(1000, 3, Recovery::hang)};
+  r = simulate_cluster(shape(4, 4), jobs, o);
+  CHECK(r.jobs[0].end_s == Approx(3600));
+  CHECK(r.hangs == 0);
+}
+
+TEST_CASE("a hot spare replaces a failed node at once; without one the job waits for the repair") {
+  // 2 schedulable nodes, both taken by a 2-node 1 h job; node 0 fails (hardware) at 1,000 s, repair 4 h,
+  // restart 600 s. With a third node held as a spare the job restarts at once: 1000 + 600 + 3600 = 5200 s.
+  // Without it the job waits for node 0: 1000 + 14400 + 600 + 3600 = 19600 s.
+  std::vector<JobSpec> jobs = {job("a", 0, 2, 3600)};
+  SimOptions o;
+  o.failures.restart_s = 600;
+  o.failures.repair_s = 14400;
+  o.failures.injected = {injected(1000, 0, Recovery::repair)};
+  o.failures.spare_nodes = 1;
+  auto r = simulate_cluster(shape(3, 3), jobs, o);
+  CHECK(r.jobs[0].end_s == Approx(5200));
+  CHECK(r.spare_swaps == 1);
+  CHECK(r.jobs[0].spare_swaps == 1);
+  REQUIRE(r.jobs[0].runs.size() == 2);
+  CHECK(r.jobs[0].runs[1].nodes == std::vector<int>{2, 1});
+  CHECK(r.spare_node_s == Approx(1000));  // the spare sat idle until the failure; node 0 is still in repair at the end
+  CHECK(r.down_node_s == Approx(4200));
+
+  o.failures.spare_nodes = 0;
+  r = simulate_cluster(shape(2, 2), jobs, o);
+  CHECK(r.jobs[0].end_s == Approx(19600));
+  CHECK(r.spare_swaps == 0);
+
+  // A second failure with the one spare in use finds none.
+  o.failures.spare_nodes = 1;
+  o.failures.injected = {injected(1000, 0, Recovery::repair), injected(2000, 1, Recovery::repair)};
+  r = simulate_cluster(shape(3, 3), jobs, o);
+  CHECK(r.spare_swaps == 1);
+  CHECK(r.spares_exhausted == 1);
+  // Node 0's repair (15,400 s) refills the pool first, so the job waits for node 1's (16,400 s) and runs on
+  // nodes 1 and 2: 16400 + 600 + 3600.
+  CHECK(r.jobs[0].end_s == Approx(20600));
+  CHECK(r.jobs[0].runs.back().nodes == std::vector<int>{1, 2});
+}
+
+TEST_CASE("a straggler slows its job by its slowdown; time is conserved with stragglers, spares and failures") {
+  std::vector<JobSpec> jobs = {job("a", 0, 2, 3600)};
+  SimOptions o;
+  o.failures.straggler_fraction = 1.0;  // every node: MegaScale's 10 % slower
+  o.failures.straggler_slowdown = 0.10;
+  auto r = simulate_cluster(shape(4, 4), jobs, o);
+  CHECK(r.jobs[0].end_s == Approx(3960));
+  CHECK(r.jobs[0].straggler_s == Approx(360));
+  CHECK(r.stragglers.size() == 4);
+  o.failures.straggler_fraction = 0;
+  r = simulate_cluster(shape(4, 4), jobs, o);
+  CHECK(r.jobs[0].end_s == Approx(3600));
+  CHECK(r.stragglers.empty());
+
+  // Random failures of every kind, 2 spares, 20 % stragglers: every job completes, and each second a job
+  // ran was its work, lost to failures, or added by a straggler.
+  jobs.clear();
+  for (int i = 0; i < 40; ++i) {
+    JobSpec j = job("j" + std::to_string(i), i * 900.0, 1 + (i % 4) * 2, 4 * 3600.0);
+    j.checkpoint_interval_s = 1800;
+    jobs.push_back(j);
+  }
+  o.failures.node_failures_per_node_hour = 0.02;
+  o.failures.seed = 5;
+  o.failures.spare_nodes = 2;
+  o.failures.straggler_fraction = 0.2;
+  r = simulate_cluster(shape(18, 9), jobs, o);
+  CHECK(r.node_failures > 0);
+  CHECK(!r.stragglers.empty());
+  double held = 0, added = 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto& out = r.jobs[i];
+    REQUIRE(out.end_s > 0);
+    double ran = 0;
+    for (const auto& run : out.runs) {
+      ran += run.end_s - run.start_s;
+      held += (run.end_s - run.start_s) * run.nodes.size();
+    }
+    CHECK(ran == Approx(jobs[i].duration_s + out.lost_s + out.straggler_s).epsilon(1e-9));
+    added += out.straggler_s;
+  }
+  CHECK(added > 0);
+  CHECK(held == Approx(r.busy_node_s).epsilon(1e-9));
+  // The straggler draw has its own stream: the failures are the same with or without stragglers.
+  auto without = o;
+  without.failures.straggler_fraction = 0;
+  const auto r2 = simulate_cluster(shape(18, 9), jobs, without);
+  REQUIRE(r2.failures.size() >= 1);
+  CHECK(r2.failures.front().time_s == r.failures.front().time_s);
+  CHECK(r2.failures.front().node == r.failures.front().node);
+}

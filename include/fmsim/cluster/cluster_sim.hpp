@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fmsim/cluster/failure_causes.hpp"
 #include "fmsim/cluster/job_trace.hpp"
 #include "fmsim/cluster/kueue.hpp"
 
@@ -45,8 +46,27 @@ struct FailureModel {
   double repair_s = 4 * 3600.0;            ///< a failed node is back after this
   double restart_s = 600.0;                ///< an interrupted job's restart cost when it runs again
   double rescale_s = 60.0;                 ///< an elastic job's pause when it shrinks or grows (estimate)
-  /// Failures of given nodes at given times (seconds of the trace), besides the random ones: (time, node).
-  std::vector<std::pair<double, int>> injected;
+  /// A hung collective is detected after this (PyTorch's ProcessGroupNCCL timeout: torch.distributed's
+  /// default 10 minutes for NCCL, Megatron's --distributed-timeout-minutes 10); the job holds its nodes
+  /// without progress until then.
+  double watchdog_s = 600.0;
+  /// Stragglers (MegaScale, NSDI'24, calibration fail-megascale-restarts-and-recovery: ~0.5 % of machines,
+  /// ~10 % slower): this fraction of nodes, drawn once per seed, runs slower by straggler_slowdown; a
+  /// synchronous job runs at its slowest node's pace.
+  double straggler_fraction = 0;
+  double straggler_slowdown = 0.10;
+  /// Hot spares: nodes held out of scheduling that replace a failed node of a running job at once (the job
+  /// restarts from its checkpoint on the rest of its nodes and the spare instead of waiting in the queue);
+  /// a repaired node refills the pool before it returns to scheduling.
+  int spare_nodes = 0;
+  struct Injected {
+    double time_s = 0;
+    int node = 0;
+    /// The failure's kind: a cause of that recovery is drawn from the table (hardware by default).
+    Recovery recovery = Recovery::repair;
+  };
+  /// Failures of given nodes at given times (seconds of the trace), besides the random ones.
+  std::vector<Injected> injected;
   std::uint64_t seed = 1;
 };
 
@@ -76,7 +96,10 @@ struct JobOutcome {
   int rescales = 0;          ///< elastic: times it went on with fewer nodes or grew back
   int groups_spanned = 0;    ///< leaf switches (or NVLink domains) of its first placement
   int min_groups = 0;        ///< the fewest it could have spanned
-  double lost_s = 0;         ///< run time lost to failures: work since the last checkpoint and restarts
+  double lost_s = 0;         ///< run time lost to failures: work since the last checkpoint, hangs and restarts
+  double straggler_s = 0;    ///< run time added by straggler nodes in its placements
+  int hangs = 0;             ///< runs a hung collective stopped (detected by the watchdog)
+  int spare_swaps = 0;       ///< failed nodes a hot spare replaced
   std::vector<JobRun> runs;
 };
 
@@ -90,6 +113,13 @@ struct ClusterResult {
   std::vector<std::pair<double, int>> busy_nodes;  ///< (time, nodes busy) at every change
   int node_failures = 0;
   int preemptions = 0;
+  int hangs = 0;                 ///< failures that hung a running job (watchdog)
+  int software_restarts = 0;     ///< software failures: the job restarted on the same nodes
+  int spare_swaps = 0;           ///< failed nodes replaced by a hot spare
+  int spares_exhausted = 0;      ///< hardware failures of a running job's node with no spare left
+  double spare_node_s = 0;       ///< node-seconds held as spares (their cost)
+  std::vector<int> stragglers;   ///< the straggler nodes
+  double straggler_node_s = 0;   ///< node-seconds of jobs' run time added by stragglers
   /// Kueue: per ClusterQueue (config order), GPU-seconds used beyond its nominal quota (borrowed), the
   /// most GPUs it held, and the jobs of its queues it preempted to admit its own.
   std::vector<double> borrowed_gpu_s, peak_gpus;
@@ -99,6 +129,7 @@ struct ClusterResult {
     int node = 0;
     int cause = 0;  ///< index into llama3_failure_causes()
     int gpu = 0;    ///< the node's GPU a GPU-attributed cause hit
+    int job = -1;   ///< the job running on the node, if any
   };
   std::vector<Failure> failures;  ///< every node failure, in time order
   long long events = 0;
