@@ -54,9 +54,10 @@ KueueConfig read_kueue(const std::filesystem::path& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (!in) throw InputError(path.string() + ": cannot be read");
-  config::refuse_misplaced_yaml_comma(text.str(), path.string());  // yaml-cpp 0.7 hangs on some
+  const std::string yaml = config::normalize_yaml_line_breaks(text.str());
+  config::refuse_misplaced_yaml_comma(yaml, path.string());  // yaml-cpp 0.7 hangs on some
   try {
-    docs = YAML::LoadAll(text.str());
+    docs = YAML::LoadAll(yaml);
   } catch (const YAML::Exception& e) {
     throw InputError(path.string() + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
   }

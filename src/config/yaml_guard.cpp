@@ -93,6 +93,20 @@ std::size_t scan_line(const std::string& line, ScanState& s) {
 
 }  // namespace
 
+std::string normalize_yaml_line_breaks(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t k = 0; k < text.size(); ++k) {
+    if (text[k] != '\r') {
+      out += text[k];
+      continue;
+    }
+    out += '\n';
+    if (k + 1 < text.size() && text[k + 1] == '\n') ++k;  // CR LF: one break
+  }
+  return out;
+}
+
 void refuse_misplaced_yaml_comma(const std::string& text, const std::string& file) {
   ScanState state;
   std::size_t start = 0;

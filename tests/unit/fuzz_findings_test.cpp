@@ -79,7 +79,15 @@ TEST_CASE("a ',' where a YAML token starts outside a flow collection is refused 
     CAPTURE(text);
     CHECK_NOTHROW(refuse_misplaced_yaml_comma(text, "k.yaml"));
   }
-  // And through the reader, the input that hung the fuzzer.
+  // A lone CR is a YAML line break; yaml-cpp 0.7 loops on `&a\rG,` unless it sees LF.
+  CHECK(fmsim::config::normalize_yaml_line_breaks("a: 1\r\nb: 2\rc: 3\n\r") == "a: 1\nb: 2\nc: 3\n\n");
+  // And through the reader, the inputs that hung the fuzzer.
+  for (const std::string text : {"&a\rG,", "&\"ver\r\r\r\r\r\r\rG\rtices\","}) {
+    const auto file = std::filesystem::temp_directory_path() / "fmsim-fuzz-kueue-cr.yaml";
+    std::ofstream(file, std::ios::binary) << text;
+    CHECK_THROWS_AS(fmsim::cluster::read_kueue(file), fmsim::InputError);
+    std::filesystem::remove(file);
+  }
   const auto path = std::filesystem::temp_directory_path() / "fmsim-fuzz-kueue-hang.yaml";
   std::ofstream(path) << "# Kueue\n    flavors:\n  \"acceptance_rate\"  &&&&&&,&&&&\n    reclaimWithinCohort: x\n";
   CHECK_THROWS_AS(fmsim::cluster::read_kueue(path), fmsim::InputError);

@@ -18,4 +18,9 @@ namespace fmsim::config {
 /// (`a: x, y`) is valid and left to the parser.
 void refuse_misplaced_yaml_comma(const std::string& text, const std::string& file);
 
+/// `text` with its line breaks as YAML reads them (YAML 1.2, 5.4: CR LF, or a lone CR) turned into LF:
+/// yaml-cpp 0.7 does not take a lone CR as a line break and loops on `&a\rG,` (found by fuzz_kueue); the
+/// guard and the parser then see the same lines.
+std::string normalize_yaml_line_breaks(const std::string& text);
+
 }  // namespace fmsim::config
