@@ -4,10 +4,11 @@
 #include "fmsim/cluster/failure_causes.hpp"
 
 #include "fmsim/common/error.hpp"
+#include "kueue_quotas.hpp"
+#include "node_placement.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <optional>
 #include <queue>
 #include <random>
@@ -77,7 +78,11 @@ class Simulation {
       if (elastic_) grow(now);
     }
     result_.makespan_s = last_time_ - first_submit;
-    account_usage(last_time_);
+    if (quotas_) {
+      quotas_->account(last_time_);
+      result_.borrowed_gpu_s = quotas_->borrowed_gpu_s();
+      result_.peak_gpus = quotas_->peak_gpus();
+    }
     for (std::size_t j = 0; j < jobs_.size(); ++j) result_.jobs[j].duration_s = jobs_[j].duration_s;
     return std::move(result_);
   }
@@ -370,7 +375,7 @@ class Simulation {
       const int missing = jobs_[j].nodes - static_cast<int>(state_[j].nodes.size());
       if (missing <= 0) continue;
       const int take = std::min(missing, free_);
-      if (options_.policy == Policy::kueue && !quota_allows(cq_of_[j], take * static_cast<double>(shape_.gpus_per_node))) continue;
+      if (options_.policy == Policy::kueue && !quotas_->allows(cq_of_[j], take * static_cast<double>(shape_.gpus_per_node))) continue;
       std::vector<int> more = place(take);
       for (int n : more) {
         node_[n] = j;
@@ -389,11 +394,10 @@ class Simulation {
   // ---- Kueue (kueue.hpp) ----
   void setup_kueue() {
     const KueueConfig& k = *options_.kueue;
-    const int n = static_cast<int>(k.cluster_queues.size());
-    usage_.assign(n, 0.0);
-    result_.borrowed_gpu_s.assign(n, 0.0);
-    result_.peak_gpus.assign(n, 0.0);
-    result_.preempted_by.assign(n, 0);
+    quotas_.emplace(k);
+    result_.borrowed_gpu_s.assign(k.cluster_queues.size(), 0.0);
+    result_.peak_gpus.assign(k.cluster_queues.size(), 0.0);
+    result_.preempted_by.assign(k.cluster_queues.size(), 0);
     cq_of_.resize(jobs_.size());
     for (std::size_t j = 0; j < jobs_.size(); ++j) {
       auto it = k.queue_index.find(jobs_[j].queue);
@@ -402,7 +406,7 @@ class Simulation {
       }
       cq_of_[j] = it->second;
       const double gpus = jobs_[j].nodes * static_cast<double>(shape_.gpus_per_node);
-      if (gpus > admissible_gpus(it->second)) {
+      if (gpus > quotas_->admissible_gpus(it->second)) {
         throw InputError("job " + jobs_[j].id + " (" + std::to_string(static_cast<long long>(gpus)) + " GPUs): ClusterQueue " +
                          k.cluster_queues[it->second].name + " can never admit it (nominal quota " +
                          std::to_string(static_cast<long long>(k.cluster_queues[it->second].nominal_gpus)) +
@@ -411,54 +415,13 @@ class Simulation {
     }
   }
   double job_gpus(int j) const { return jobs_[j].nodes * static_cast<double>(shape_.gpus_per_node); }
-  /// The most GPUs ClusterQueue q could ever hold: its nominal quota plus what its cohort can lend.
-  double admissible_gpus(int q) const {
-    const auto& cqs = options_.kueue->cluster_queues;
-    double lendable = 0;
-    if (!cqs[q].cohort.empty()) {
-      for (std::size_t o = 0; o < cqs.size(); ++o) {
-        if (static_cast<int>(o) != q && cqs[o].cohort == cqs[q].cohort) lendable += cqs[o].nominal_gpus;
-      }
-    }
-    if (cqs[q].borrowing_limit_gpus >= 0) lendable = std::min(lendable, cqs[q].borrowing_limit_gpus);
-    return cqs[q].nominal_gpus + lendable;
-  }
-  /// Whether ClusterQueue q may take `gpus` more: within its nominal quota, or borrowing the cohort's
-  /// unused quota up to its borrowing limit.
-  bool quota_allows(int q, double gpus) const {
-    const auto& cqs = options_.kueue->cluster_queues;
-    if (usage_[q] + gpus <= cqs[q].nominal_gpus + 1e-9) return true;
-    if (cqs[q].cohort.empty()) return false;
-    if (cqs[q].borrowing_limit_gpus >= 0 && usage_[q] + gpus - cqs[q].nominal_gpus > cqs[q].borrowing_limit_gpus + 1e-9) return false;
-    double cohort_nominal = 0, cohort_usage = 0;
-    for (std::size_t o = 0; o < cqs.size(); ++o) {
-      if (cqs[o].cohort == cqs[q].cohort) {
-        cohort_nominal += cqs[o].nominal_gpus;
-        cohort_usage += usage_[o];
-      }
-    }
-    return cohort_usage + gpus <= cohort_nominal + 1e-9;
-  }
-  void account_usage(double now) {
-    if (!options_.kueue) return;
-    const auto& cqs = options_.kueue->cluster_queues;
-    for (std::size_t q = 0; q < cqs.size(); ++q) {
-      result_.borrowed_gpu_s[q] += std::max(0.0, usage_[q] - cqs[q].nominal_gpus) * (now - usage_time_);
-    }
-    usage_time_ = now;
-  }
   void take_quota(int j, double now) { take_quota_part(j, now, state_[j].nodes.size() * static_cast<double>(shape_.gpus_per_node)); }
   void take_quota_part(int j, double now, double gpus) {
-    if (!options_.kueue) return;
-    account_usage(now);
-    usage_[cq_of_[j]] += gpus;
-    result_.peak_gpus[cq_of_[j]] = std::max(result_.peak_gpus[cq_of_[j]], usage_[cq_of_[j]]);
+    if (quotas_) quotas_->take(cq_of_[j], gpus, now);
   }
   void release_quota(int j, double now) { release_quota_part(j, now, state_[j].nodes.size() * static_cast<double>(shape_.gpus_per_node)); }
   void release_quota_part(int j, double now, double gpus) {
-    if (!options_.kueue) return;
-    account_usage(now);
-    usage_[cq_of_[j]] -= gpus;
+    if (quotas_) quotas_->release(cq_of_[j], gpus, now);
   }
   /// Preemption for job j (blocked by quota or nodes): reclaim within the cohort (jobs of queues borrowing
   /// beyond their nominal quota, when j's queue stays within its own) and, with LowerPriority within its
@@ -474,8 +437,8 @@ class Simulation {
       const bool lower = jobs_[k].priority < jobs_[j].priority;
       if (kq == q) {
         if (cqs[q].within == PreemptWithin::lower_priority && lower) candidates.push_back(k);
-      } else if (!cqs[q].cohort.empty() && cqs[kq].cohort == cqs[q].cohort && usage_[kq] > cqs[kq].nominal_gpus + 1e-9 &&
-                 usage_[q] + gpus <= cqs[q].nominal_gpus + 1e-9 &&
+      } else if (!cqs[q].cohort.empty() && cqs[kq].cohort == cqs[q].cohort && quotas_->usage()[kq] > cqs[kq].nominal_gpus + 1e-9 &&
+                 quotas_->usage()[q] + gpus <= cqs[q].nominal_gpus + 1e-9 &&
                  (cqs[q].reclaim == Reclaim::any || (cqs[q].reclaim == Reclaim::lower_priority && lower))) {
         candidates.push_back(k);
       }
@@ -486,15 +449,10 @@ class Simulation {
       return state_[a].run_start_s > state_[b].run_start_s;
     });
     // Simulate the releases on copies, then preempt the prefix that makes room.
-    std::vector<double> usage = usage_;
+    std::vector<double> usage = quotas_->usage();
     int free_nodes = free_;
     std::size_t taken = 0;
-    auto room = [&] {
-      std::swap(usage, usage_);
-      const bool ok = quota_allows(q, gpus);
-      std::swap(usage, usage_);
-      return ok && free_nodes >= jobs_[j].nodes;
-    };
+    auto room = [&] { return quotas_->allows(q, gpus, usage) && free_nodes >= jobs_[j].nodes; };
     while (!room() && taken < candidates.size()) {
       const int k = candidates[taken++];
       usage[cq_of_[k]] -= state_[k].nodes.size() * static_cast<double>(shape_.gpus_per_node);  // what it holds (elastic: maybe fewer)
@@ -514,7 +472,7 @@ class Simulation {
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return jobs_[a].priority > jobs_[b].priority; });
     for (int j : order) {
       if (!queue_.count(j)) continue;  // preempted and requeued during this pass: waits for the next
-      const bool fits = quota_allows(cq_of_[j], job_gpus(j)) && jobs_[j].nodes <= free_;
+      const bool fits = quotas_->allows(cq_of_[j], job_gpus(j)) && jobs_[j].nodes <= free_;
       if (fits || try_preempt(j, now)) start(j, now);
     }
   }
@@ -530,53 +488,8 @@ class Simulation {
   }
 
   /// Free nodes for a job of `count`, by the placement policy (free_ >= count).
-  std::vector<int> place(int count) {
-    std::vector<int> chosen;
-    chosen.reserve(count);
-    auto take_from = [&](int g, int want) {
-      for (int n : members_[g]) {
-        if (want <= 0) break;
-        if (node_[n] == kFree) {
-          chosen.push_back(n);
-          --want;
-        }
-      }
-    };
-    std::vector<int> order(groups());
-    std::iota(order.begin(), order.end(), 0);
-    if (options_.placement == Placement::topology) {
-      // Best fit into one group; otherwise the emptiest groups first (the fewest switches or domains).
-      int best = -1;
-      for (int g : order) {
-        if (group_free_[g] >= count && (best < 0 || group_free_[g] < group_free_[best])) best = g;
-      }
-      if (best >= 0) {
-        take_from(best, count);
-        return chosen;
-      }
-      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return group_free_[a] > group_free_[b]; });
-      for (int g : order) {
-        const int want = count - static_cast<int>(chosen.size());
-        if (want <= 0) break;
-        take_from(g, std::min(want, group_free_[g]));
-      }
-      return chosen;
-    }
-    // Least-allocated scoring: each pod goes to a node of the emptiest group, so a gang spreads.
-    std::vector<int> left = group_free_;
-    std::vector<int> per_group(groups(), 0);
-    for (int k = 0; k < count; ++k) {
-      int best = 0;
-      for (int g = 1; g < groups(); ++g) {
-        if (left[g] > left[best]) best = g;
-      }
-      --left[best];
-      ++per_group[best];
-    }
-    for (int g = 0; g < groups(); ++g) {
-      if (per_group[g] > 0) take_from(g, per_group[g]);
-    }
-    return chosen;
+  std::vector<int> place(int count) const {
+    return detail::place_nodes(count, options_.placement, members_, group_free_, [this](int n) { return node_[n] == kFree; });
   }
 
   /// Starts job j on free nodes: the placement policy's, or `nodes` (a restart on the nodes it had).
@@ -691,8 +604,7 @@ class Simulation {
   std::vector<std::vector<int>> members_;  ///< the nodes of each group
   std::vector<JobState> state_;
   std::vector<int> cq_of_;        ///< Kueue: each job's ClusterQueue
-  std::vector<double> usage_;     ///< Kueue: GPUs each ClusterQueue holds
-  double usage_time_ = 0;
+  std::optional<detail::KueueQuotas> quotas_;  ///< Kueue's quotas (Policy::kueue)
   bool elastic_ = false;          ///< some job is elastic (min_nodes)
   std::vector<std::size_t> group_sizes_;  ///< nodes per group, largest first
   /// A failure's root cause, in the Llama 3 table's proportions (failure_causes.hpp).
