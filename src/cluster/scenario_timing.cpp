@@ -12,6 +12,30 @@
 
 namespace fmsim::cluster {
 
+workload::Trace trace_on_nodes(const std::filesystem::path& cluster_file, const topology::ClusterSpec& spec, const std::string& scenario,
+                               const std::vector<int>& nodes, const hardware::Catalog& catalog, const std::string& origin, std::optional<bool> all_ranks) {
+  config::JsonFile file = workload::load_scenario_document(scenario, {}, "training scenario");
+  file.root["cluster"] = nlohmann::json{{"base", std::filesystem::absolute(cluster_file).string()}};
+  auto& par = file.root["parallelism"];
+  const int gpus = static_cast<int>(nodes.size()) * spec.gpus_per_node;
+  auto int_of = [&par](const char* key) { return par.contains(key) && par[key].is_number_integer() ? par[key].get<int>() : 1; };
+  const int model_parallel = int_of("tensor_model_parallel_size") * int_of("pipeline_model_parallel_size") * int_of("context_parallel_size");
+  if (model_parallel < 1 || gpus % model_parallel != 0) {
+    throw InputError(origin + ": the job's " + std::to_string(gpus) + " GPUs are not a multiple of its TP x PP x CP = " +
+                     std::to_string(model_parallel) + " (expected a job size the scenario's layout divides)");
+  }
+  par["data_parallel_size"] = gpus / model_parallel;
+  const workload::Scenario s = workload::scenario_from_json(file.root, origin, std::filesystem::path(scenario).parent_path(), catalog);
+  const auto memory = workload::estimate_memory(s);
+  if (memory.oom) throw InputError(origin + ": does not fit: " + workload::describe_oom(memory));
+  std::vector<int> rank_gpu;
+  rank_gpu.reserve(gpus);
+  for (int n : nodes) {
+    for (int local = 0; local < spec.gpus_per_node; ++local) rank_gpu.push_back(n * spec.gpus_per_node + local);
+  }
+  return workload::build_trace(s, rank_gpu, all_ranks.value_or(s.fidelity == workload::Fidelity::full));
+}
+
 ScenarioTiming::ScenarioTiming(const std::filesystem::path& cluster_file, topology::ClusterSpec spec, const hardware::Catalog& catalog)
     : cluster_file_(std::filesystem::absolute(cluster_file)), catalog_(catalog), spec_(std::move(spec)) {}
 
@@ -26,29 +50,8 @@ double ScenarioTiming::step_s(const JobSpec& job, const std::vector<int>& nodes)
   const auto key = std::make_pair(job.scenario, shape);
   if (const auto hit = memo_.find(key); hit != memo_.end()) return hit->second;
 
-  // The scenario on the whole cluster, using the job's GPUs only (data_parallel_size), ranks in the order
-  // of its nodes (TP and the other inner groups stay inside a node, as Megatron orders them).
   const std::string origin = job.scenario + " (job " + job.id + ")";
-  config::JsonFile file = workload::load_scenario_document(job.scenario, {}, "training scenario");
-  file.root["cluster"] = nlohmann::json{{"base", cluster_file_.string()}};
-  auto& par = file.root["parallelism"];
-  const int gpus = static_cast<int>(nodes.size()) * spec.gpus_per_node;
-  auto int_of = [&par](const char* key) { return par.contains(key) && par[key].is_number_integer() ? par[key].get<int>() : 1; };
-  const int model_parallel = int_of("tensor_model_parallel_size") * int_of("pipeline_model_parallel_size") * int_of("context_parallel_size");
-  if (model_parallel < 1 || gpus % model_parallel != 0) {
-    throw InputError(origin + ": the job's " + std::to_string(gpus) + " GPUs are not a multiple of its TP x PP x CP = " +
-                     std::to_string(model_parallel) + " (expected a job size the scenario's layout divides)");
-  }
-  par["data_parallel_size"] = gpus / model_parallel;
-  const workload::Scenario s = workload::scenario_from_json(file.root, origin, std::filesystem::path(job.scenario).parent_path(), catalog_);
-  const auto memory = workload::estimate_memory(s);
-  if (memory.oom) throw InputError(origin + ": does not fit: " + workload::describe_oom(memory));
-  std::vector<int> rank_gpu;
-  rank_gpu.reserve(gpus);
-  for (int n : nodes) {
-    for (int local = 0; local < spec.gpus_per_node; ++local) rank_gpu.push_back(n * spec.gpus_per_node + local);
-  }
-  const auto trace = workload::build_trace(s, rank_gpu, s.fidelity == workload::Fidelity::full);
+  const auto trace = trace_on_nodes(cluster_file_, spec, job.scenario, nodes, catalog_, origin, std::nullopt);
   if (!graph_) graph_ = topology::build_cluster_graph(spec_);
   const double step = training::simulate_step(trace, *graph_).step_time_s;
   ++simulations_;

@@ -52,7 +52,7 @@ json gpu_usage(const TrainingRun& run) {
   for (int rank : trace.ranks) {
     const int gpu = trace.rank_gpu[rank];
     const int stage = workload::coords_of(run.scenario->parallelism, rank).pp;
-    const auto rail = link_bytes.find("rank" + std::to_string(rank) + "-rail-up");
+    const auto rail = link_bytes.find("gpu" + std::to_string(gpu) + "-rail-up");
     gpus.push_back({{"rank", rank},
                     {"pipeline_rank", stage},
                     {"node", gpu / spec.gpus_per_node},

@@ -20,8 +20,11 @@ NetworkModel::NetworkModel(const workload::Trace& trace, const topology::Cluster
     const std::string name = "rank" + std::to_string(rank);
     rank_host_[rank] = static_cast<int>(platform_.hosts.size());
     platform_.hosts.push_back(name + "-gpu" + std::to_string(trace.rank_gpu[rank]));
-    rail_up_[rank] = add_link(name + "-rail-up", rail_Bps);
-    rail_down_[rank] = add_link(name + "-rail-down", rail_Bps);
+    // Links are named after the GPU they serve: the same physical link in every trace that uses the GPU
+    // (jobs sharing a fabric, training/shared_fabric.hpp, compare them by name).
+    const std::string gpu = "gpu" + std::to_string(trace.rank_gpu[rank]);
+    rail_up_[rank] = add_link(gpu + "-rail-up", rail_Bps);
+    rail_down_[rank] = add_link(gpu + "-rail-down", rail_Bps);
     if (!trace.symmetric) continue;
     // Stand-ins for the symmetric peers: what this GPU sends to them equals what it receives from them.
     peer_host_[rank] = static_cast<int>(platform_.hosts.size());
@@ -29,8 +32,8 @@ NetworkModel::NetworkModel(const workload::Trace& trace, const topology::Cluster
     route(rank_host_[rank], peer_host_[rank], {rail_up_[rank], rail_down_[rank]});
     if (oversubscribed_) {
       const double spine_Bps = rail_Bps / spec.fabric.oversubscription;
-      spine_up_[rank] = add_link(name + "-spine-up", spine_Bps);
-      spine_down_[rank] = add_link(name + "-spine-down", spine_Bps);
+      spine_up_[rank] = add_link(gpu + "-spine-up", spine_Bps);
+      spine_down_[rank] = add_link(gpu + "-spine-down", spine_Bps);
       far_peer_host_[rank] = static_cast<int>(platform_.hosts.size());
       platform_.hosts.push_back(name + "-far-peers");
       route(rank_host_[rank], far_peer_host_[rank], {rail_up_[rank], spine_up_[rank], spine_down_[rank], rail_down_[rank]});

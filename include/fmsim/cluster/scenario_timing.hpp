@@ -10,8 +10,18 @@
 #include "fmsim/cluster/job_trace.hpp"
 #include "fmsim/hardware/catalog.hpp"
 #include "fmsim/topology/cluster_graph.hpp"
+#include "fmsim/workload/trace.hpp"
 
 namespace fmsim::cluster {
+
+/// The training scenario `scenario` (a file) moved onto `nodes` (node indices) of the cluster `cluster_file`
+/// (loaded as `spec`): its data-parallel size from the nodes' GPUs, its ranks in the order of the nodes (TP
+/// and the other inner groups inside a node, as Megatron orders them), traced for every rank when
+/// `all_ranks` (full fidelity) or symmetric (unset: the scenario's own fidelity). `origin` names it in
+/// messages. InputError when TP x PP x CP
+/// does not divide the GPUs or the scenario does not fit in memory.
+workload::Trace trace_on_nodes(const std::filesystem::path& cluster_file, const topology::ClusterSpec& spec, const std::string& scenario,
+                               const std::vector<int>& nodes, const hardware::Catalog& catalog, const std::string& origin, std::optional<bool> all_ranks);
 
 class ScenarioTiming {
  public:
