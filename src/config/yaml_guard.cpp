@@ -3,7 +3,9 @@
 #include "fmsim/config/yaml_guard.hpp"
 
 #include <cstddef>
+#include <cctype>
 #include <cstdio>
+#include <string_view>
 
 #include "fmsim/common/error.hpp"
 
@@ -13,6 +15,10 @@ namespace {
 
 bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 bool flow_indicator(char c) { return c == ',' || c == '[' || c == ']' || c == '{' || c == '}'; }
+bool tag_char(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return std::isalnum(u) || std::string_view("%-#;/?:@&=+$_.!~*'()").find(c) != std::string_view::npos;
+}
 
 struct ScanState {
   int depth = 0;          ///< open [ and { outside quotes and comments
@@ -73,7 +79,9 @@ std::size_t scan_line(const std::string& line, ScanState& s) {
       s.quote = c;
     } else if (c == '[' || c == '{') {
       ++s.depth;
-    } else if (c == '&' || c == '!' || c == '*') {  // an anchor, tag or alias: its name ends at a blank or flow indicator
+    } else if (c == '!') {  // a tag: its name is URI characters (YAML 1.2, ns-tag-char), so `!""Z` is a tag, then `""`
+      while (k + 1 < line.size() && tag_char(line[k + 1])) ++k;
+    } else if (c == '&' || c == '*') {  // an anchor or alias: its name ends at a blank or flow indicator
       while (k + 1 < line.size() && !blank(line[k + 1]) && !flow_indicator(line[k + 1])) ++k;
       closed = c == '*';  // an alias is a whole value
     } else if ((c == '-' || c == '?' || c == ':') && next_blank) {

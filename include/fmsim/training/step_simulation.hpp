@@ -27,7 +27,7 @@ struct StepResult {
   std::map<int, std::map<std::string, double>> rank_breakdown_s;  ///< the same breakdown for every simulated rank
   std::vector<double> node_start_s, node_end_s;  ///< per trace node
   LinkLoad busiest_link;
-  std::vector<LinkLoad> links;                ///< every simulated link that carried bytes (e.g. "rank3-rail-up")
+  std::vector<LinkLoad> links;                ///< every simulated link that carried bytes (e.g. "gpu3-rail-up", "leaf0-rail3-up")
   long long tasks = 0, flows = 0;
   int simulated_ranks = 0;
 };
