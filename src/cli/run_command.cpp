@@ -23,6 +23,7 @@
 #include "fmsim/report/training_report.hpp"
 #include "fmsim/rl/rl_iteration.hpp"
 #include "fmsim/topology/placement.hpp"
+#include "fmsim/training/full_step_cost.hpp"
 #include "fmsim/training/step_simulation.hpp"
 #include "fmsim/workload/chakra_trace.hpp"
 #include "fmsim/workload/memory.hpp"
@@ -201,6 +202,9 @@ int run_training(const GlobalOptions& globals, const RunOptions& o) {
                        std::to_string(s.parallelism.world()) + " ranks");
     }
   } else {
+    if (s.fidelity == workload::Fidelity::full) {  // what every rank's trace will cost, said (or refused) first
+      training::check_full_step_fits(training::estimate_full_step(workload::build_trace(s, rank_gpu, false), s.parallelism.world()), s.file);
+    }
     trace = workload::build_trace(s, rank_gpu, s.fidelity == workload::Fidelity::full);
   }
   run.trace = &trace;
@@ -282,6 +286,12 @@ int write_trace(const GlobalOptions& globals, const RunOptions& o) {
     const workload::Scenario s = load(opts, catalog, std::nullopt);
     auto cluster = topology::build_cluster_graph(s.cluster);
     auto rank_gpu = topology::place_ranks(cluster, s.parallelism.world(), s.placement, s.seed);
+    if (s.fidelity == workload::Fidelity::full) {
+      auto cost = training::estimate_full_step(workload::build_trace(s, rank_gpu, false), s.parallelism.world(),
+                                               chakra ? training::kFullBytesPerTraceNode : training::kFullTraceJsonBytesPerNode);
+      cost.seconds = 0;  // written, not simulated
+      training::check_full_step_fits(cost, s.file);
+    }
     trace = workload::build_trace(s, rank_gpu, s.fidelity == workload::Fidelity::full);
     name = s.name;
     gpu = s.cluster.gpu;

@@ -5,6 +5,7 @@
 
 #include "fmsim/common/error.hpp"
 #include "fmsim/topology/cluster_spec.hpp"
+#include "fmsim/training/full_step_cost.hpp"
 #include "fmsim/training/step_simulation.hpp"
 #include "fmsim/workload/memory.hpp"
 #include "fmsim/workload/scenario.hpp"
@@ -33,7 +34,9 @@ workload::Trace trace_on_nodes(const std::filesystem::path& cluster_file, const 
   for (int n : nodes) {
     for (int local = 0; local < spec.gpus_per_node; ++local) rank_gpu.push_back(n * spec.gpus_per_node + local);
   }
-  return workload::build_trace(s, rank_gpu, all_ranks.value_or(s.fidelity == workload::Fidelity::full));
+  const bool full = all_ranks.value_or(s.fidelity == workload::Fidelity::full);
+  if (full) training::check_full_step_fits(training::estimate_full_step(workload::build_trace(s, rank_gpu, false), gpus), origin);
+  return workload::build_trace(s, rank_gpu, full);
 }
 
 ScenarioTiming::ScenarioTiming(const std::filesystem::path& cluster_file, topology::ClusterSpec spec, const hardware::Catalog& catalog)

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/training/full_step_cost.hpp"
 #include "fmsim/training/step_simulation.hpp"
 #include "fmsim/workload/trace_merge.hpp"
 
@@ -36,6 +37,9 @@ SharedFabricResult simulate_shared_fabric(const std::vector<FabricJob>& jobs, co
     r.steps = r.alone_s > 0 ? std::clamp(static_cast<int>(std::ceil(longest / r.alone_s - 1e-9)), 1, max_steps) : 1;
     steps.push_back(r.steps);
   }
+  double merged_nodes = 0;
+  for (std::size_t j = 0; j < traces.size(); ++j) merged_nodes += static_cast<double>(traces[j].nodes.size()) * steps[j];
+  check_full_step_fits(full_step_cost(merged_nodes), "all " + std::to_string(jobs.size()) + " jobs together");
   const workload::MergedTrace merged = workload::merge_traces(traces, steps);
   spdlog::info("all {} jobs together: {} ranks, {} trace nodes", jobs.size(), merged.trace.world, merged.trace.nodes.size());
   const StepResult together = simulate_step(merged.trace, cluster);

@@ -104,6 +104,30 @@ def default_fidelity_agrees_with_full_within_2_percent():
 
 
 @test
+def full_fidelity_says_its_cost_first_and_refuses_what_cannot_fit():
+    # Issue 28: Llama-3.1-405B at its global batch of 512 is 51.7 million trace nodes at full fidelity, and
+    # the process was killed at 23.8 GB with no word. The estimate comes first; past the memory available
+    # (a global batch of 65,536: terabytes on any machine) it is a clear exit 2, run and trace alike.
+    tmp = tempfile.mkdtemp(prefix="fmsim-full-cost-")
+    big = os.path.join(CONFIGS, "training", "llama3.1-405b-p5.json")
+    out = os.path.join(tmp, "out.json")
+    bigger = ["--set", "parallelism.global_batch_size=65536", "--fidelity", "full"]
+    expect_bad_input(["run", big, *bigger, "--json", out], ["--fidelity full would hold", "trace nodes of every rank", "available", "fast mode"], out)
+    trace_out = os.path.join(tmp, "trace.json")
+    expect_bad_input(["trace", big, *bigger, "--out", trace_out], ["--fidelity full would hold", "trace nodes of every rank"], trace_out)
+    # The estimate is exact for a trace whose ranks all do the same work.
+    proc = run("-v", "run", SCENARIO, "--fidelity", "full")
+    assert proc.returncode == 0, proc.stderr
+    estimate = [l for l in proc.stderr.splitlines() if "full fidelity: about" in l]
+    built = [l for l in proc.stderr.splitlines() if "trace nodes on" in l]
+    assert estimate and built, proc.stderr[-2000:]
+    nodes = int(built[0].split(": ")[-1].split()[0])
+    estimated = float(estimate[0].split("about ")[1].split()[0])
+    assert abs(estimated - nodes) <= 1, (estimated, nodes)
+    shutil.rmtree(tmp)
+
+
+@test
 def one_f_one_b_bubble_approaches_closed_form_when_communication_is_cheap():
     # 8 stages of one layer each on one node (NVLink sends), no data parallelism, a tiny vocabulary so the
     # first and last stages weigh the same as the others: bubble / step -> (p - 1) / (m + p - 1).
