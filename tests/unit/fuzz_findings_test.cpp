@@ -62,7 +62,7 @@ TEST_CASE("a ',' where a YAML token starts outside a flow collection is refused 
   for (const std::string text : std::vector<std::string>{"\"k\" ,\n", "[a] ,\n", "{a: 1} ,\n", "\"k\" &&,\n", "a: *x ,\n", " , x\n", "l\n#\n,\n",
                                  "a: 1\n---\n!tag\n, b\n", "a: 'it''s' ,\n", "a: [1,\n 2] ,\n", "a: \"multi\n line\" ,\n",
                                  "\"a\"b\n?\n", "\"a\" b\n?\n", "\"a\"b\"c\"\nx\n?\n", "\"a\"#c\n", "[a] b\n", "a: *x y\n",
-                                 std::string("\0\0\0,euologi\"0jobw\"3770\n-kind_c\"", 31), "a: \x01\n", "a: b\x7F\n", "!\"\"Z\n?\n"}) {
+                                 std::string("\0\0\0,euologi\"0jobw\"3770\n-kind_c\"", 31), "a: \x01\n", "a: b\x7F\n", "!\"\"Z\n?\n", "! m\n?\n", "&a m\n? x\n", "? a\n: b\n"}) {
     CAPTURE(text);
     CHECK_THROWS_AS(refuse_misplaced_yaml_comma(text, "k.yaml"), fmsim::InputError);
   }

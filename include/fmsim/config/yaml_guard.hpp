@@ -4,7 +4,9 @@
 // line, `"k" ,` or `[a] ,` at a document's top level, `l\n#\n,`), and a quoted value followed by more text
 // on its line (`"a" b` with a `?` line later). Neither is valid YAML (a plain scalar cannot start with a
 // flow indicator; after a quoted value, [...], {...} or an alias only ':' or a comment may follow on its
-// line), so the file is refused, naming its line and column, before it reaches the parser; so is a control
+// line), so the file is refused, naming its line and column, before it reaches the parser; so is an
+// explicit mapping key ("? " outside [...] and {...}: a root scalar, tagged, anchored or quoted, followed by
+// a "?" line loops too, and Kubernetes manifests never need one), and a control
 // character (NUL and the other C0 codes but tab, line feed and carriage return, and DEL), which YAML does
 // not allow in a stream and which hid a ',' from the guard (`\0\0\0,` hangs yaml-cpp too).
 #include <string>
@@ -12,7 +14,8 @@
 namespace fmsim::config {
 
 /// Throws InputError("FILE:LINE:COLUMN: ...") where `text` has, outside [...] and {...}, a ',' at the start
-/// of a token (a line's start, after an anchor, a tag or a block indicator "- ", "? ", ": "), or anything
+/// of a token (a line's start, after an anchor, a tag or a block indicator "- ", ": "), an explicit key
+/// ("? "), or anything
 /// but ':' or a comment after a quoted value, a closed [...] or {...}, or an alias on the same line. Quotes
 /// (across lines), comments and block scalars (| and >) are read past. A ',' inside a plain scalar
 /// (`a: x, y`) is valid and left to the parser.
