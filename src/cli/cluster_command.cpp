@@ -135,6 +135,12 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   run.options.failures.spare_nodes = o.spares;
   run.options.failures.seed = o.seed;
   run.jobs = cluster::read_job_trace(o.jobs_file, spec.gpus_per_node, spec.nodes);
+  for (const auto& job : run.jobs) {
+    if (job.nodes > spec.nodes - o.spares) {
+      throw InputError(o.jobs_file + ": job " + job.id + " needs " + std::to_string(job.nodes) + " nodes but --spares " + std::to_string(o.spares) +
+                       " leaves " + std::to_string(spec.nodes - o.spares) + " of the " + std::to_string(spec.nodes) + " to schedule: it could never start");
+    }
+  }
   spdlog::info("{}: {} jobs on {} nodes, {} scheduling", o.jobs_file, run.jobs.size(), spec.nodes, cluster::to_string(run.options.policy));
   cluster::ScenarioTiming timing(o.cluster_file, spec, catalog);
   run.options.duration_at = [&timing, &run](int job, const std::vector<int>& nodes) { return timing.duration(run.jobs[job], nodes); };

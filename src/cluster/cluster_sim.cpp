@@ -228,7 +228,8 @@ class Simulation {
     std::vector<int> restart_on;  // a hot spare takes the failed node's place
     if (job >= 0) {
       const int j = job;
-      if (jobs_[j].min_nodes > 0 && static_cast<int>(state_[j].nodes.size()) - 1 >= jobs_[j].min_nodes) {
+      // An elastic job goes on without the node (a hung one cannot: it restarts, its progress stopped).
+      if (jobs_[j].min_nodes > 0 && static_cast<int>(state_[j].nodes.size()) - 1 >= jobs_[j].min_nodes && state_[j].hung_since < 0) {
         shrink(j, node, now);
       } else {
         if (options_.failures.spare_nodes > 0) {
@@ -373,7 +374,7 @@ class Simulation {
     for (int j : std::vector<int>(running_.begin(), running_.end())) {
       if (free_ == 0) return;
       const int missing = jobs_[j].nodes - static_cast<int>(state_[j].nodes.size());
-      if (missing <= 0) continue;
+      if (missing <= 0 || state_[j].hung_since >= 0) continue;  // a hung job waits for its watchdog
       const int take = std::min(missing, free_);
       if (options_.policy == Policy::kueue && !quotas_->allows(cq_of_[j], take * static_cast<double>(shape_.gpus_per_node))) continue;
       std::vector<int> more = place(take);
@@ -502,14 +503,15 @@ class Simulation {
       node_[n] = j;
       --group_free_[group_of(n)];
     }
-    free_ -= jobs_[j].nodes;
-    busy_ += jobs_[j].nodes;
+    const int held = static_cast<int>(s.nodes.size());  // fewer than asked for: an elastic job restarted as it was
+    free_ -= held;
+    busy_ += held;
     record_busy(now);
     s.running = true;
     s.hung_since = -1;
-    s.share = 1;
+    s.share = static_cast<double>(held) / jobs_[j].nodes;
     s.speed = speed_on(s.nodes);
-    s.rate = s.speed;
+    s.rate = s.share * s.speed;
     running_.insert(j);
     queue_.erase(j);
     s.run_start_s = now;

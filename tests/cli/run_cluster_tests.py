@@ -347,6 +347,16 @@ def hangs_software_failures_spares_and_stragglers_follow_hand_worked_runs():
     assert spare["swaps"] == 1 and spare["exhausted"] == 0, spare
     assert abs(spare["gpu_hours"] - 8 * (2 + (job["end_s"] / hour - 6))) < 1e-9, spare
     validate_against_schema(doc)
+    # An elastic job that shrank, then hung, then had a node fail: it restarts on the nodes it had, holding
+    # what it holds (review of session 21: the counts of free nodes went wrong and a hung job never finished).
+    elastic = jobs_file("elastic-hang.jsonl", [{"id": "e", "nodes": 7, "min_nodes": 5, "duration": "10h"}])
+    doc = run_json("cluster", c8, elastic, "--fail-node", "1@1h", "--fail-node", "2@2h:hang", "--fail-node", "3@125min",
+                   "--fail-node", "4@3h:software", "--repair", "100h")
+    job = doc["per_job"][0]
+    assert job["end_s"] > 0 and doc["completed"] == 1, job
+    held = sum(len(r["nodes"]) * (r["end_s"] - r["start_s"]) for r in job["runs"]) * 8 / 3600
+    assert abs(held - doc["gpu_hours"]["busy"]) < 1e-6 * held, (held, doc["gpu_hours"])
+    assert all(len(r["nodes"]) <= 7 for r in job["runs"])
     # Every node a straggler, 10 % slower: 11 h.
     doc = run_json("cluster", c8, seven, "--stragglers", "1")
     assert abs(doc["per_job"][0]["end_s"] - 11 * hour) < 1e-6 and abs(doc["per_job"][0]["straggler_s"] - hour) < 1e-6
@@ -356,6 +366,7 @@ def hangs_software_failures_spares_and_stragglers_follow_hand_worked_runs():
     out = os.path.join(TMP, "bad-spares.json")
     expect_bad_input(["cluster", c8, seven, "--fail-node", "0@2h:flaky", "--json", out], ["--fail-node", "flaky", "hardware, software or hang"], out)
     expect_bad_input(["cluster", c8, seven, "--spares", "8", "--json", out], ["--spares", "0 to 7"], out)
+    expect_bad_input(["cluster", c8, seven, "--spares", "2", "--json", out], ["job a needs 7 nodes", "--spares 2", "never start"], out)
     expect_bad_input(["cluster", c8, seven, "--stragglers", "1.5", "--json", out], ["--stragglers", "0 to 1"], out)
     expect_bad_input(["cluster", c8, seven, "--straggler-slowdown", "-1", "--json", out], ["--straggler-slowdown"], out)
     expect_bad_input(["cluster", c8, seven, "--watchdog", "later", "--json", out], ["--watchdog", "later"], out)
