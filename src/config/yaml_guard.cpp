@@ -21,27 +21,44 @@ bool tag_char(char c) {
 }
 
 struct ScanState {
-  int depth = 0;          ///< open [ and { outside quotes and comments
-  char quote = 0;         ///< the open quote, if a quoted scalar goes on past the line
-  int block_indent = -1;  ///< a block scalar's parent indentation while its content lines run
+  int depth = 0;           ///< open [ and { outside quotes and comments
+  char quote = 0;          ///< the open quote, if a quoted scalar goes on past the line
+  bool in_block = false;   ///< a block scalar's content lines run while indented past block_owner
+  int block_owner = -1;    ///< the column of the key or entry that owns the block scalar (-1: the root)
+  bool in_plain = false;   ///< a plain scalar at depth 0 may go on at the next line indented past plain_owner
+  int plain_owner = -1;
 };
 
 /// Reads one line; returns the column of a misplaced ',' (or of what follows a closed value) or npos.
 std::size_t scan_line(const std::string& line, ScanState& s) {
   std::size_t indent = 0;
   while (indent < line.size() && line[indent] == ' ') ++indent;
-  if (s.block_indent >= 0) {
-    const bool empty = line.find_first_not_of(" \t\r") == std::string::npos;
-    if (empty || static_cast<int>(indent) > s.block_indent) return std::string::npos;  // block scalar content
-    s.block_indent = -1;
+  const bool empty = line.find_first_not_of(" \t\r") == std::string::npos;
+  if (s.in_block) {
+    if (empty || static_cast<int>(indent) > s.block_owner) return std::string::npos;  // block scalar content
+    s.in_block = false;
   }
+  if (s.in_plain && s.quote == 0 && s.depth == 0) {
+    // A multi-line plain scalar: a line indented past its owner goes on with it (YAML 1.2, ns-plain-char
+    // allows ',', quotes and brackets there); an empty line folds into it; a comment line ends it.
+    // A root scalar's lines go on only indented (a root "m" then "?" at the margin loops yaml-cpp 0.7).
+    if (empty) return std::string::npos;
+    if (indent > 0 && static_cast<int>(indent) > s.plain_owner && line[indent] != '#') {
+      // The rest of the line is the scalar's; a comment ends it, and the scalar with it.
+      if (line.find(" #") != std::string::npos || line.find("\t#") != std::string::npos) s.in_plain = false;
+      return std::string::npos;
+    }
+  }
+  s.in_plain = false;
   std::size_t k = 0;
   if (s.quote == 0 && s.depth == 0) {
     if (line.rfind('%', 0) == 0) return std::string::npos;  // a directive
     if ((line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0) && (line.size() == 3 || blank(line[3]))) k = 3;
   }
-  bool token_start = true, in_plain = false;
-  bool closed = false;  // a quoted value, [...], {...} or an alias just ended at depth 0
+  bool token_start = true, in_plain = false, commented = false;
+  bool closed = false;      // a quoted value, [...], {...} or an alias just ended at depth 0
+  int owner = -1;           // the column of the key (before ": ") or entry ("- ") that owns what follows
+  int token_col = static_cast<int>(indent);  // where the current token started
   for (; k < line.size(); ++k) {
     const char c = line[k];
     const bool next_blank = k + 1 >= line.size() || blank(line[k + 1]);
@@ -52,9 +69,14 @@ std::size_t scan_line(const std::string& line, ScanState& s) {
       continue;
     }
     if (blank(c)) continue;
-    if (c == '#' && (k == 0 || blank(line[k - 1]))) break;  // a comment
+    if (c == '#' && (k == 0 || blank(line[k - 1]))) {  // a comment (it ends a plain scalar)
+      commented = true;
+      break;
+    }
     if (s.depth > 0) {
-      if (c == '"' || c == '\'') s.quote = c;
+      // A quote opens a quoted scalar only where a token starts (`[don't]` is a plain scalar).
+      const bool starts = k == 0 || blank(line[k - 1]) || std::string_view("[{,:").find(line[k - 1]) != std::string_view::npos;
+      if ((c == '"' || c == '\'') && starts) s.quote = c;
       else if (c == '[' || c == '{') ++s.depth;
       else if (c == ']' || c == '}') {
         if (--s.depth == 0) token_start = true, in_plain = false, closed = true;
@@ -64,10 +86,11 @@ std::size_t scan_line(const std::string& line, ScanState& s) {
     if (closed) {  // only a ':' (the value was a key) may follow on its line: `"k" ,`, `"a" b` then `?` loop
       if (c != ':') return k;
       closed = false;
+      owner = token_col;
       continue;
     }
     if (in_plain) {  // a plain scalar runs to ": " or " #"
-      if (c == ':' && next_blank) in_plain = false, token_start = true;
+      if (c == ':' && next_blank) in_plain = false, token_start = true, owner = token_col;
       continue;
     }
     if (!token_start) {
@@ -75,6 +98,7 @@ std::size_t scan_line(const std::string& line, ScanState& s) {
       continue;
     }
     if (c == ',') return k;
+    token_col = static_cast<int>(k);
     if (c == '"' || c == '\'') {
       s.quote = c;
     } else if (c == '[' || c == '{') {
@@ -86,10 +110,13 @@ std::size_t scan_line(const std::string& line, ScanState& s) {
       closed = c == '*';  // an alias is a whole value
     } else if (c == '?' && next_blank) {
       return k;  // an explicit key: in every yaml-cpp 0.7 loop fuzz_kueue found after a root scalar
-    } else if ((c == '-' || c == ':') && next_blank) {
-      // a block indicator: a token follows
+    } else if (c == '-' && next_blank) {
+      owner = static_cast<int>(k);  // a sequence entry owns what follows it
+    } else if (c == ':' && next_blank) {
+      // an empty key's value follows
     } else if (c == '|' || c == '>') {
-      s.block_indent = static_cast<int>(indent);
+      s.in_block = true;
+      s.block_owner = owner;
       return std::string::npos;  // the header's modifiers and comment; content lines follow
     } else if (c == ']' || c == '}') {
       // unbalanced: yaml-cpp reports it
@@ -97,6 +124,10 @@ std::size_t scan_line(const std::string& line, ScanState& s) {
       in_plain = true;
       token_start = false;
     }
+  }
+  if (in_plain && !commented && s.quote == 0 && s.depth == 0) {  // it may go on at the next line
+    s.in_plain = true;
+    s.plain_owner = owner;
   }
   return std::string::npos;
 }
