@@ -38,10 +38,10 @@ std::vector<int> parse_nodes(const std::string& text, int nodes, const std::stri
     if (comma == std::string::npos) comma = text.size();
     const std::string part = text.substr(start, comma - start);
     const std::size_t dash = part.find('-');
-    auto number = [&](const std::string& s) {
-      char* end = nullptr;
-      const long v = s.empty() || s.size() > 9 ? -1 : std::strtol(s.c_str(), &end, 10);
-      if (v < 0 || *end != '\0' || v >= nodes) throw InputError(expected + "; '" + s + "' is not one");
+    auto number = [&](const std::string& s) {  // digits only: no sign, no blank
+      const bool digits = !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
+      const long v = digits ? std::strtol(s.c_str(), nullptr, 10) : -1;
+      if (v < 0 || v >= nodes) throw InputError(expected + "; '" + part + "' is not one");
       return static_cast<int>(v);
     };
     const int first = number(dash == std::string::npos ? part : part.substr(0, dash));
@@ -93,7 +93,7 @@ int run_contention(const GlobalOptions& globals, const ContentionOptions& o) {
     placements.push_back(std::move(nodes));
   }
   const auto graph = topology::build_cluster_graph(spec);
-  const auto r = training::simulate_shared_fabric(jobs, graph, o.max_steps);
+  const auto r = training::simulate_shared_fabric(std::move(jobs), graph, o.max_steps);
 
   json doc = {{"schema", "fmsim.contention/1"},
               {"cluster", {{"name", spec.name}, {"nodes", spec.nodes}, {"gpus_per_node", spec.gpus_per_node},

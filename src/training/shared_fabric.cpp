@@ -15,7 +15,7 @@
 
 namespace fmsim::training {
 
-SharedFabricResult simulate_shared_fabric(const std::vector<FabricJob>& jobs, const topology::ClusterGraph& cluster, int max_steps) {
+SharedFabricResult simulate_shared_fabric(std::vector<FabricJob> jobs, const topology::ClusterGraph& cluster, int max_steps) {
   if (jobs.empty()) throw InputError("no jobs to place on the fabric");
   SharedFabricResult result;
   std::vector<workload::Trace> traces;
@@ -30,17 +30,20 @@ SharedFabricResult simulate_shared_fabric(const std::vector<FabricJob>& jobs, co
     result.jobs.push_back(r);
     longest = std::max(longest, alone.step_time_s);
     for (const auto& link : alone.links) link_jobs[link.name].insert(static_cast<int>(j));
-    traces.push_back(jobs[j].trace);
+    traces.push_back(std::move(jobs[j].trace));
   }
   std::vector<int> steps;
   for (auto& r : result.jobs) {
     r.steps = r.alone_s > 0 ? std::clamp(static_cast<int>(std::ceil(longest / r.alone_s - 1e-9)), 1, max_steps) : 1;
     steps.push_back(r.steps);
   }
+  // The merged trace and its replay, beside the jobs' own traces (held until it is built).
   double merged_nodes = 0;
-  for (std::size_t j = 0; j < traces.size(); ++j) merged_nodes += static_cast<double>(traces[j].nodes.size()) * steps[j];
+  for (std::size_t j = 0; j < traces.size(); ++j) merged_nodes += static_cast<double>(traces[j].nodes.size()) * (steps[j] + 1);
   check_full_step_fits(full_step_cost(merged_nodes), "all " + std::to_string(jobs.size()) + " jobs together");
   const workload::MergedTrace merged = workload::merge_traces(traces, steps);
+  traces.clear();
+  traces.shrink_to_fit();
   spdlog::info("all {} jobs together: {} ranks, {} trace nodes", jobs.size(), merged.trace.world, merged.trace.nodes.size());
   const StepResult together = simulate_step(merged.trace, cluster);
   result.shared_run_s = together.step_time_s;

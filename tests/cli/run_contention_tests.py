@@ -91,11 +91,13 @@ def a_shorter_job_repeats_through_the_longest_step():
 def bad_placements_exit_2_naming_the_job_and_node():
     out = os.path.join(TMP, "bad.json")
     expect_bad_input(["contention", OS2, "--job", f"{DDP}@0-3", "--job", f"{DDP}@3-6", "--json", out], ["--job", "node 3", "job 1"], out)
-    expect_bad_input(["contention", OS2, "--job", f"{DDP}@30-33", "--json", out], ["--job", "'33'", "0 to 31"], out)
+    expect_bad_input(["contention", OS2, "--job", f"{DDP}@30-33", "--json", out], ["--job", "'30-33' is not one", "0 to 31"], out)
     expect_bad_input(["contention", OS2, "--job", f"{DDP}@5-2", "--json", out], ["--job", "backwards"], out)
     expect_bad_input(["contention", OS2, "--job", f"{DDP}", "--json", out], ["--job", "SCENARIO@NODES"], out)
     expect_bad_input(["contention", OS2, "--job", f"{DDP}@1,1", "--json", out], ["node 1", "twice"], out)
     expect_bad_input(["contention", OS2, "--job", f"{DDP}@x", "--json", out], ["--job", "'x'"], out)
+    for nodes in ("+3", " 3", "-3", "3-"):
+        expect_bad_input(["contention", OS2, "--job", f"{DDP}@{nodes}", "--json", out], ["--job", f"'{nodes}' is not one"], out)
     expect_bad_input(["contention", OS2, "--job", f"{DDP}@0-3", "--max-steps", "0", "--json", out], ["--max-steps", "1 to 1000"], out)
     tp16 = os.path.join(CONFIGS, "training", "llama3.1-405b-p5.json")
     expect_bad_input(["contention", OS2, "--job", f"{tp16}@0", "--json", out], ["job 1", "not a multiple"], out)

@@ -42,6 +42,7 @@ struct SharedFabricResult {
 
 /// Simulates the jobs alone and together. At most `max_steps` repeated steps per job (a job more than
 /// that many times shorter than the longest runs that many steps, the rest of the longest step alone).
-SharedFabricResult simulate_shared_fabric(const std::vector<FabricJob>& jobs, const topology::ClusterGraph& cluster, int max_steps = 32);
+/// The jobs' traces are moved into the merged one (a full trace is large: they are not copied).
+SharedFabricResult simulate_shared_fabric(std::vector<FabricJob> jobs, const topology::ClusterGraph& cluster, int max_steps = 32);
 
 }  // namespace fmsim::training
