@@ -33,6 +33,7 @@ struct ClusterOptions {
   std::vector<std::string> fail_nodes;
   double failures_per_node_hour = 0, straggler_fraction = 0, straggler_slowdown = 0.10;
   int spares = 0;
+  bool contention = false;
   std::uint64_t seed = 1;
   MetricsCli metrics;
 };
@@ -144,8 +145,18 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   spdlog::info("{}: {} jobs on {} nodes, {} scheduling", o.jobs_file, run.jobs.size(), spec.nodes, cluster::to_string(run.options.policy));
   cluster::ScenarioTiming timing(o.cluster_file, spec, catalog);
   run.options.duration_at = [&timing, &run](int job, const std::vector<int>& nodes) { return timing.duration(run.jobs[job], nodes); };
+  if (o.contention && spec.fabric.oversubscription <= 1.0) {
+    spdlog::info("--contention: {}'s leaf uplinks are not oversubscribed, so its jobs do not slow each other", spec.name);
+  } else if (o.contention) {
+    run.options.contention_at = [&timing, &run](const std::vector<int>& jobs, const std::vector<std::vector<int>>& nodes) {
+      std::vector<const cluster::JobSpec*> specs;
+      for (int j : jobs) specs.push_back(&run.jobs[j]);
+      return timing.contention_factors(specs, nodes);
+    };
+  }
   run.result = cluster::simulate_cluster(run.shape, run.jobs, run.options);
   if (timing.simulations() > 0) spdlog::info("{} training-step simulations for the scenario jobs' placements", timing.simulations());
+  if (timing.contention_simulations() > 0) spdlog::info("{} shared-fabric simulations for the neighbourhoods of scenario jobs", timing.contention_simulations());
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   // Rendered before anything is written, so a failure leaves no partial set of outputs.
   const std::string json = o.json_file.empty() ? "" : cluster::to_json(run).dump(2) + "\n";
@@ -176,6 +187,8 @@ void register_cluster(CLI::App& app, const GlobalOptions& globals, Action& actio
   sub->add_option("--watchdog", o->watchdog, "a hung collective is detected after this (default 10min, PyTorch's NCCL timeout)");
   sub->add_option("--stragglers", o->straggler_fraction, "fraction of nodes that run slow (default 0; MegaScale saw ~0.005)");
   sub->add_option("--straggler-slowdown", o->straggler_slowdown, "how much slower a straggler runs (default 0.10, MegaScale's)");
+  sub->add_flag("--contention", o->contention,
+               "scenario jobs that share leaf switches slow each other (simulated together at full fidelity, memoized per neighbourhood)");
   sub->add_option("--spares", o->spares, "hot spare nodes held out of scheduling to replace failed nodes of running jobs (default 0)");
   sub->add_option("--rescale", o->rescale, "an elastic job's pause when it shrinks or grows (default 60s)");
   sub->add_option("--kueue", o->kueue, "Kubernetes + Kueue admission: ClusterQueue/LocalQueue YAML (quotas, cohorts, preemption); jobs' queue names their queue");

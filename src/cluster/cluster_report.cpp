@@ -96,7 +96,7 @@ json to_json(const ClusterRun& run) {
                     {"submit_s", s.submit_s}, {"duration_s", o.duration_s}, {"start_s", o.first_start_s}, {"end_s", o.end_s},
                     {"wait_s", o.first_start_s - s.submit_s}, {"completion_s", o.end_s - s.submit_s},
                     {"restarts", o.restarts}, {"preemptions", o.preemptions}, {"rescales", o.rescales}, {"min_nodes", s.min_nodes}, {"lost_s", o.lost_s},
-                    {"hangs", o.hangs}, {"spare_swaps", o.spare_swaps}, {"straggler_s", o.straggler_s}, {"switches_spanned", o.groups_spanned},
+                    {"hangs", o.hangs}, {"spare_swaps", o.spare_swaps}, {"straggler_s", o.straggler_s}, {"contention_s", o.contention_s}, {"switches_spanned", o.groups_spanned},
                     {"switches_needed", o.min_groups}});
     waits_by_queue[s.queue].push_back(o.first_start_s - s.submit_s);
   }
@@ -123,6 +123,7 @@ json to_json(const ClusterRun& run) {
                                         {"gpu_hours", r.spare_node_s * gpn / 3600}}},
                             {"stragglers", {{"fraction", run.options.failures.straggler_fraction}, {"slowdown", run.options.failures.straggler_slowdown},
                                             {"nodes", r.stragglers}, {"gpu_hours", r.straggler_node_s * gpn / 3600}}}}},
+              {"contention", {{"simulated", static_cast<bool>(run.options.contention_at)}, {"gpu_hours", r.contention_node_s * gpn / 3600}}},
               {"jobs", run.jobs.size()},
               {"completed", t.jcts.size()},
               {"makespan_s", r.makespan_s},
@@ -199,6 +200,11 @@ std::string to_text(const ClusterRun& run) {
   if (run.options.failures.spare_nodes > 0) {
     std::snprintf(line, sizeof line, "  spares: %d nodes held, %d failed nodes replaced at once, %d failures found none free; %.0f spare GPU-hours idle\n",
                   run.options.failures.spare_nodes, r.spare_swaps, r.spares_exhausted, r.spare_node_s * run.shape.gpus_per_node / 3600);
+    out += line;
+  }
+  if (run.options.contention_at) {
+    std::snprintf(line, sizeof line, "  contention: %.0f GPU-hours of jobs' run time added by neighbours' traffic on shared leaf uplinks\n",
+                  r.contention_node_s * run.shape.gpus_per_node / 3600);
     out += line;
   }
   if (!r.stragglers.empty()) {

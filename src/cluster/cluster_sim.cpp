@@ -5,9 +5,12 @@
 
 #include "fmsim/common/error.hpp"
 #include "kueue_quotas.hpp"
+#include "run_progress.hpp"
 #include "node_placement.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <cmath>
 #include <optional>
 #include <queue>
@@ -76,6 +79,7 @@ class Simulation {
       }
       schedule(now);
       if (elastic_) grow(now);
+      update_contention(now);
     }
     result_.makespan_s = last_time_ - first_submit;
     if (quotas_) {
@@ -89,12 +93,11 @@ class Simulation {
 
  private:
   struct JobState {
-    double remaining_s = 0;   ///< work left (at the last checkpoint)
-    double run_start_s = 0;   ///< start of the current run
-    double overhead_s = 0;    ///< restart cost at the head of the current run
-    double share = 1;         ///< elastic: the share of its requested nodes it runs on
-    double speed = 1;         ///< 1 / (1 + straggler slowdown) when a straggler is among its nodes
-    double rate = 1;          ///< work per second of the current run: share x speed
+    double remaining_s = 0;   ///< work left at the start of the current run (its last checkpoint)
+    /// The current run: start, restart (or rescale) overhead, and its rate of work over time: the share of
+    /// its requested nodes it runs on (elastic), 1 / (1 + straggler slowdown) with a straggler among them,
+    /// and its contention factor (its step alone / beside its neighbours).
+    detail::RunProgress progress;
     double hung_since = -1;   ///< a hung collective stopped its progress then (the watchdog fires later)
     int run = 0;
     bool running = false;
@@ -150,11 +153,12 @@ class Simulation {
         auto& s = state_[e.index];
         if (!s.running || s.run != e.run) break;  // stale: that run was interrupted
         if (s.hung_since >= 0) break;             // hung: the watchdog ends this run
-        result_.jobs[e.index].runs.push_back({s.run_start_s, now, s.nodes, false});
+        result_.jobs[e.index].runs.push_back({s.progress.start_s(), now, s.nodes, false});
         // A run after a failure starts with its restart: time the failure cost too.
-        result_.jobs[e.index].lost_s += s.overhead_s;
-        result_.lost_node_s += s.overhead_s * s.nodes.size();
-        add_straggler_time(e.index, s.remaining_s);
+        result_.jobs[e.index].lost_s += s.progress.overhead_s();
+        result_.lost_node_s += s.progress.overhead_s() * s.nodes.size();
+        attribute(e.index, s.progress.split(s.remaining_s, now));
+        contention_dirty_ = contention_dirty_ || is_scenario(e.index);
         release(s.nodes, now);
         release_quota(e.index, now);
         s.running = false;
@@ -257,6 +261,56 @@ class Simulation {
     if (!restart_on.empty()) start(job, now, restart_on);
   }
 
+  // ---- Contention between scenario jobs (SimOptions::contention_at) ----
+  bool is_scenario(int j) const { return options_.contention_at && !jobs_[j].scenario.empty(); }
+  /// After an instant in which a scenario job started, ended or was resized: the running scenario jobs
+  /// whose nodes span more than one leaf switch are grouped by the leaf switches they share (a job under
+  /// one switch sends nothing up its uplinks); each group of two or more gets its members' contention
+  /// factors, every other job runs at its own pace. A changed factor starts a new segment of the run.
+  void update_contention(double now) {
+    if (!contention_dirty_) return;
+    contention_dirty_ = false;
+    std::vector<int> spanning;
+    std::map<int, std::vector<int>> jobs_of_leaf;
+    for (int j : running_) {
+      if (!is_scenario(j)) continue;
+      std::set<int> leaves;
+      for (int n : state_[j].nodes) leaves.insert(n / shape_.nodes_per_leaf);
+      if (leaves.size() < 2) {
+        retime(j, now, 1.0);
+        continue;
+      }
+      spanning.push_back(j);
+      for (int leaf : leaves) jobs_of_leaf[leaf].push_back(j);
+    }
+    std::map<int, int> parent;  // union-find over the spanning jobs
+    for (int j : spanning) parent[j] = j;
+    std::function<int(int)> root = [&](int j) { return parent[j] == j ? j : parent[j] = root(parent[j]); };
+    for (const auto& [leaf, members] : jobs_of_leaf) {
+      for (std::size_t i = 1; i < members.size(); ++i) parent[root(members[i])] = root(members[0]);
+    }
+    std::map<int, std::vector<int>> groups;
+    for (int j : spanning) groups[root(j)].push_back(j);
+    for (const auto& [r, members] : groups) {
+      if (members.size() < 2) {
+        retime(members[0], now, 1.0);
+        continue;
+      }
+      std::vector<std::vector<int>> nodes;
+      for (int j : members) nodes.push_back(state_[j].nodes);
+      const std::vector<double> factors = options_.contention_at(members, nodes);
+      for (std::size_t i = 0; i < members.size(); ++i) retime(members[i], now, std::clamp(factors.at(i), 1e-3, 1.0));
+    }
+  }
+  /// Job j works at `contention` of its pace from now on (a hung job keeps its stopped progress).
+  void retime(int j, double now, double contention) {
+    auto& s = state_[j];
+    if (!s.running || s.hung_since >= 0 || contention == s.progress.contention()) return;
+    s.progress.set_rate(now, s.progress.share(), s.progress.speed(), contention);
+    ++s.run;
+    push(s.progress.time_for(s.remaining_s), EventKind::finish, j, s.run);
+  }
+
   // ---- Hot spares and stragglers ----
   /// The highest-numbered nodes become the spare pool; straggler nodes are drawn once per seed.
   void setup_spares_and_stragglers() {
@@ -304,14 +358,13 @@ class Simulation {
     }
     return 1.0;
   }
-  /// `work_s` of work done in the current run took work_s / rate; at its share alone it takes
-  /// work_s / share: the difference is the stragglers'.
-  void add_straggler_time(int j, double work_s) {
-    const auto& s = state_[j];
-    if (s.speed >= 1.0 || work_s <= 0) return;
-    const double extra = work_s / s.rate - work_s / s.share;
-    result_.jobs[j].straggler_s += extra;
-    result_.straggler_node_s += extra * s.nodes.size();
+  /// Adds what stragglers and contention added to a run's time (the rest is its work or lost).
+  void attribute(int j, const detail::RunProgress::Split& split) {
+    const double nodes = static_cast<double>(state_[j].nodes.size());
+    result_.jobs[j].straggler_s += split.straggler_s;
+    result_.jobs[j].contention_s += split.contention_s;
+    result_.straggler_node_s += split.straggler_s * nodes;
+    result_.contention_node_s += split.contention_s * nodes;
   }
 
   /// Ends job `j`'s run early (a failure of one of its nodes, or a preemption): the work since its last
@@ -319,18 +372,19 @@ class Simulation {
   void interrupt(int j, double now) {
     auto& s = state_[j];
     auto& outcome = result_.jobs[j];
-    const double ran = now - s.run_start_s;
+    const double ran = now - s.progress.start_s();
     const double progress_end = s.hung_since >= 0 ? std::min(now, s.hung_since) : now;  // a hang stopped progress
-    const double worked = std::max(0.0, progress_end - s.run_start_s - s.overhead_s) * s.rate;  // full-size seconds of work
+    const double worked = s.progress.work_done(progress_end);  // full-size seconds of work
     const double interval = jobs_[j].checkpoint_interval_s;
     const double kept = interval > 0 ? std::min(s.remaining_s, std::floor(worked / interval) * interval) : 0.0;
+    const auto split = s.progress.split(kept, progress_end);  // the time the kept work took; the rest is lost
     s.remaining_s -= kept;
-    outcome.lost_s += ran - kept / s.rate;
-    result_.lost_node_s += (ran - kept / s.rate) * s.nodes.size();
-    add_straggler_time(j, kept);  // the kept work ran at the stragglers' pace
-    s.rate = s.share = s.speed = 1;
+    outcome.lost_s += ran - split.time_s;
+    result_.lost_node_s += (ran - split.time_s) * s.nodes.size();
+    attribute(j, split);
     s.hung_since = -1;
-    outcome.runs.push_back({s.run_start_s, now, s.nodes, true});
+    contention_dirty_ = contention_dirty_ || is_scenario(j);
+    outcome.runs.push_back({s.progress.start_s(), now, s.nodes, true});
     ++outcome.restarts;
     release(s.nodes, now);
     release_quota(j, now);
@@ -346,20 +400,17 @@ class Simulation {
   void rescale(int j, std::vector<int> nodes, double now) {
     auto& s = state_[j];
     auto& outcome = result_.jobs[j];
-    const double worked = std::min(s.remaining_s, std::max(0.0, now - s.run_start_s - s.overhead_s) * s.rate);
-    add_straggler_time(j, worked);
+    const double worked = std::min(s.remaining_s, s.progress.work_done(now));
+    attribute(j, s.progress.split(worked, now));
     s.remaining_s = std::max(0.0, s.remaining_s - worked);
-    outcome.lost_s += std::min(s.overhead_s, now - s.run_start_s);  // its pause (restart or rescale) cost time
-    outcome.runs.push_back({s.run_start_s, now, s.nodes, false});
+    outcome.lost_s += std::min(s.progress.overhead_s(), now - s.progress.start_s());  // its pause (restart or rescale) cost time
+    outcome.runs.push_back({s.progress.start_s(), now, s.nodes, false});
     ++outcome.rescales;
     s.nodes = std::move(nodes);
-    s.share = static_cast<double>(s.nodes.size()) / jobs_[j].nodes;
-    s.speed = speed_on(s.nodes);
-    s.rate = s.share * s.speed;
-    s.run_start_s = now;
-    s.overhead_s = options_.failures.rescale_s;
+    s.progress.begin(now, options_.failures.rescale_s, static_cast<double>(s.nodes.size()) / jobs_[j].nodes, speed_on(s.nodes), 1.0);
     ++s.run;
-    push(now + s.overhead_s + s.remaining_s / s.rate, EventKind::finish, j, s.run);
+    push(s.progress.time_for(s.remaining_s), EventKind::finish, j, s.run);
+    contention_dirty_ = contention_dirty_ || is_scenario(j);
   }
   /// A node of elastic job j failed: it goes on without it (the node goes to repair as usual).
   void shrink(int j, int failed_node, double now) {
@@ -447,7 +498,7 @@ class Simulation {
     if (candidates.empty()) return false;
     std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
       if (jobs_[a].priority != jobs_[b].priority) return jobs_[a].priority < jobs_[b].priority;
-      return state_[a].run_start_s > state_[b].run_start_s;
+      return state_[a].progress.start_s() > state_[b].progress.start_s();
     });
     // Simulate the releases on copies, then preempt the prefix that makes room.
     std::vector<double> usage = quotas_->usage();
@@ -509,13 +560,11 @@ class Simulation {
     record_busy(now);
     s.running = true;
     s.hung_since = -1;
-    s.share = static_cast<double>(held) / jobs_[j].nodes;
-    s.speed = speed_on(s.nodes);
-    s.rate = s.share * s.speed;
+    s.progress.begin(now, outcome.restarts > 0 ? options_.failures.restart_s : 0.0, static_cast<double>(held) / jobs_[j].nodes,
+                     speed_on(s.nodes), 1.0);
     running_.insert(j);
     queue_.erase(j);
-    s.run_start_s = now;
-    s.overhead_s = outcome.restarts > 0 ? options_.failures.restart_s : 0.0;
+    contention_dirty_ = contention_dirty_ || is_scenario(j);
     if (jobs_[j].duration_s <= 0) {
       // A scenario job: its run time at the nodes it got (the same placement on restarts).
       const double d = options_.duration_at(j, s.nodes);
@@ -530,14 +579,13 @@ class Simulation {
       outcome.groups_spanned = static_cast<int>(spanned.size());
       outcome.min_groups = min_groups(jobs_[j].nodes);
     }
-    push(now + s.overhead_s + s.remaining_s / s.rate, EventKind::finish, j, s.run);
+    push(s.progress.time_for(s.remaining_s), EventKind::finish, j, s.run);
   }
 
   /// When the scheduler expects a running job to end: its restart cost and the rest of its time limit.
   double expected_end(int j) const {
     const auto& s = state_[j];
-    const double limit_left = s.remaining_s * jobs_[j].time_limit_s / jobs_[j].duration_s;
-    return s.run_start_s + s.overhead_s + limit_left / s.rate;
+    return s.progress.time_for(s.remaining_s * jobs_[j].time_limit_s / jobs_[j].duration_s);
   }
 
   void schedule(double now) {
@@ -626,6 +674,7 @@ class Simulation {
     return by;
   }();
   std::vector<bool> straggler_;  ///< per node
+  bool contention_dirty_ = false;  ///< a scenario job started, ended or was resized since the last pass
   int spare_free_ = 0;           ///< idle hot spares
   std::set<int> queue_;          ///< waiting jobs, by trace index (= arrival order)
   std::set<int> running_;

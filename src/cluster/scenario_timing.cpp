@@ -6,6 +6,8 @@
 #include "fmsim/common/error.hpp"
 #include "fmsim/topology/cluster_spec.hpp"
 #include "fmsim/training/full_step_cost.hpp"
+#include "fmsim/training/shared_fabric.hpp"
+#include <spdlog/spdlog.h>
 #include "fmsim/training/step_simulation.hpp"
 #include "fmsim/workload/memory.hpp"
 #include "fmsim/workload/scenario.hpp"
@@ -60,6 +62,53 @@ double ScenarioTiming::step_s(const JobSpec& job, const std::vector<int>& nodes)
   ++simulations_;
   memo_.emplace(key, step);
   return step;
+}
+
+std::vector<double> ScenarioTiming::contention_factors(const std::vector<const JobSpec*>& jobs, const std::vector<std::vector<int>>& nodes) {
+  // The neighbourhood's shape: per job its scenario and (leaf, nodes under it), leaves renumbered in order
+  // of first use over the jobs sorted by that shape, so that a shifted copy of a neighbourhood hits the memo.
+  const int per_leaf = spec_.fabric.nodes_per_leaf;
+  using Shape = std::pair<std::string, std::vector<std::pair<int, int>>>;
+  std::vector<std::pair<Shape, std::size_t>> shaped;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    std::map<int, int> per;
+    for (int n : nodes[i]) ++per[n / per_leaf];
+    shaped.push_back({{jobs[i]->scenario, std::vector<std::pair<int, int>>(per.begin(), per.end())}, i});
+  }
+  std::sort(shaped.begin(), shaped.end());
+  std::map<int, int> renumber;
+  std::vector<Shape> key;
+  for (auto& [shape, index] : shaped) {
+    for (auto& [leaf, count] : shape.second) leaf = renumber.emplace(leaf, static_cast<int>(renumber.size())).first->second;
+    key.push_back(shape);
+  }
+  std::vector<double> by_shape;
+  if (auto hit = contention_memo_.find(key); hit != contention_memo_.end()) {
+    by_shape = hit->second;
+  } else {
+    try {
+      std::vector<training::FabricJob> fabric_jobs;
+      for (const auto& [shape, index] : shaped) {
+        const auto& job = *jobs[index];
+        const std::string origin = job.scenario + " (job " + job.id + ")";
+        fabric_jobs.push_back({job.id, trace_on_nodes(cluster_file_, spec_, job.scenario, nodes[index], catalog_, origin, true)});
+      }
+      if (!graph_) graph_ = topology::build_cluster_graph(spec_);
+      const auto shared = training::simulate_shared_fabric(std::move(fabric_jobs), *graph_);
+      for (const auto& r : shared.jobs) by_shape.push_back(r.shared_s > 0 ? std::min(1.0, r.alone_s / r.shared_s) : 1.0);
+      ++contention_simulations_;
+    } catch (const InputError& error) {
+      // Every job here already ran alone, so this is the full-fidelity cost of the neighbourhood: it runs
+      // without contention, and says so (once per neighbourhood shape).
+      spdlog::warn("--contention: jobs {} together are not simulated, they run at their own pace: {}", jobs.front()->id, error.what());
+      by_shape.assign(jobs.size(), 1.0);
+      ++contention_skipped_;
+    }
+    contention_memo_.emplace(key, by_shape);
+  }
+  std::vector<double> factors(jobs.size(), 1.0);
+  for (std::size_t k = 0; k < shaped.size(); ++k) factors[shaped[k].second] = by_shape[k];
+  return factors;
 }
 
 double ScenarioTiming::duration(const JobSpec& job, const std::vector<int>& nodes) {

@@ -373,6 +373,34 @@ def hangs_software_failures_spares_and_stragglers_follow_hand_worked_runs():
 
 
 @test
+def with_contention_scattered_jobs_slow_each_other_as_fmsim_contention_says():
+    # Eight 4-node data-parallel jobs at once on the 2:1 oversubscribed 32-node cluster. Spread placement puts
+    # each on one node of every leaf switch: together they run at the pace `fmsim contention` gives for
+    # exactly those placements; topology placement packs each under one switch: no slowdown.
+    ddp = os.path.join(CONFIGS, "training", "llama3-8b-ddp-p5-os2.json")
+    os2 = os.path.join(TOPO, "p5-32node-os2.json")
+    eight = jobs_file("eight.jsonl", [{"id": f"j{k}", "nodes": 4, "scenario": ddp, "steps": 1000} for k in range(8)])
+    spread = run_json("cluster", os2, eight, "--placement", "spread", "--contention")
+    placements = [job["runs"][0]["nodes"] for job in spread["per_job"]]
+    shared = run_json("contention", os2, *[a for nodes in placements for a in ("--job", ddp + "@" + ",".join(map(str, nodes)))])
+    for job, together in zip(spread["per_job"], shared["jobs"]):
+        assert together["slowdown"] > 0.02, together
+        assert abs(job["end_s"] - 1000 * together["shared_step_s"]) < 1e-6 * job["end_s"], (job["end_s"], together)
+        assert abs(job["contention_s"] - 1000 * (together["shared_step_s"] - together["alone_step_s"])) < 1e-6 * job["end_s"]
+    assert spread["contention"]["simulated"] and spread["contention"]["gpu_hours"] > 0
+    validate_against_schema(spread)
+    alone = shared["jobs"][0]["alone_step_s"]
+    for args in (["--placement", "topology", "--contention"], ["--placement", "spread"]):
+        doc = run_json("cluster", os2, eight, *args)
+        for job in doc["per_job"]:
+            assert abs(job["end_s"] - 1000 * alone) < 1e-6 * job["end_s"] and job["contention_s"] == 0, (args, job)
+    # On a non-blocking fabric the option changes nothing.
+    flat = run_json("cluster", os.path.join(TOPO, "p5-16node.json"), jobs_file("two.jsonl", [
+        {"id": f"j{k}", "nodes": 4, "scenario": ddp, "steps": 10} for k in range(2)]), "--placement", "spread", "--contention")
+    assert flat["contention"] == {"simulated": False, "gpu_hours": 0}, flat["contention"]
+
+
+@test
 def bad_traces_and_options_exit_2():
     out = os.path.join(TMP, "bad.json")
     cases = [

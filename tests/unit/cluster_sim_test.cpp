@@ -288,3 +288,53 @@ TEST_CASE("a straggler slows its job by its slowdown; time is conserved with str
   CHECK(r2.failures.front().time_s == r.failures.front().time_s);
   CHECK(r2.failures.front().node == r.failures.front().node);
 }
+
+TEST_CASE("jobs that share leaf switches slow each other while they run together, by the factor given") {
+  // 4 nodes, 2 per leaf switch; a (nodes 0 and 2) and b (1 and 3) both span both switches. Together each
+  // runs at half its pace (a stand-in for the shared-fabric simulation). a: 1 h of work, b: 30 min. Both
+  // start at 0; b's 30 min take 1 h at half pace; by then a has done 30 min; alone it does the other 30:
+  // a ends at 1.5 h. Their added time is the contention: 30 min each.
+  std::vector<JobSpec> jobs = {job("a", 0, 2, 3600), job("b", 0, 2, 1800)};
+  for (auto& j : jobs) j.scenario = "shared.json";
+  SimOptions o;
+  o.placement = Placement::spread;
+  int calls = 0;
+  o.contention_at = [&calls](const std::vector<int>& members, const std::vector<std::vector<int>>& nodes) {
+    ++calls;
+    CHECK(members.size() == 2);
+    CHECK(nodes.size() == 2);
+    return std::vector<double>(members.size(), 0.5);
+  };
+  auto r = simulate_cluster(shape(4, 2), jobs, o);
+  CHECK(calls >= 1);
+  CHECK(r.jobs[1].end_s == Approx(3600));
+  CHECK(r.jobs[0].end_s == Approx(5400));
+  CHECK(r.jobs[0].contention_s == Approx(1800));
+  CHECK(r.jobs[1].contention_s == Approx(1800));
+  CHECK(r.contention_node_s == Approx(2 * 1800 + 2 * 1800));
+  // Packed under one switch each (topology placement), they never meet on an uplink: no call, no slowdown.
+  o.placement = Placement::topology;
+  calls = 0;
+  r = simulate_cluster(shape(4, 2), jobs, o);
+  CHECK(calls == 0);
+  CHECK(r.jobs[0].end_s == Approx(3600));
+  CHECK(r.jobs[1].end_s == Approx(1800));
+  // A node of a fails at 1 h 10 min: it has done 30 min of work at half pace (1 h) and 10 min alone, 40 min
+  // in all, every minute of it checkpointed (every 10 min), so only the 10 min restart is lost; it ends at
+  // 4200 + 600 + 20 min = 6000 s. Run time is conserved: work + lost + contention.
+  o.placement = Placement::spread;
+  jobs[0].checkpoint_interval_s = 600;
+  FailureModel::Injected f;
+  f.time_s = 4200;
+  f.node = 0;
+  o.failures.injected = {f};
+  o.failures.restart_s = 600;
+  o.failures.repair_s = 60;
+  r = simulate_cluster(shape(4, 2), jobs, o);
+  double ran = 0;
+  for (const auto& run : r.jobs[0].runs) ran += run.end_s - run.start_s;
+  CHECK(ran == Approx(jobs[0].duration_s + r.jobs[0].lost_s + r.jobs[0].contention_s + r.jobs[0].straggler_s));
+  CHECK(r.jobs[0].lost_s == Approx(600));
+  CHECK(r.jobs[0].end_s == Approx(6000));
+  CHECK(r.jobs[0].contention_s == Approx(1800));
+}

@@ -74,12 +74,19 @@ struct FailureModel {
 /// starts: the simulated step time at that placement times its steps (cluster_timing.cpp).
 using DurationAt = std::function<double(int job, const std::vector<int>& nodes)>;
 
+/// For scenario jobs running together on leaf switches they share (`jobs`, indices into the trace, and
+/// their nodes): each one's contention factor, its step alone over its step beside the others (<= 1).
+using ContentionAt = std::function<std::vector<double>(const std::vector<int>& jobs, const std::vector<std::vector<int>>& nodes)>;
+
 struct SimOptions {
   Policy policy = Policy::backfill;
   const KueueConfig* kueue = nullptr;  ///< needed by Policy::kueue
   Placement placement = Placement::topology;
   FailureModel failures;
   DurationAt duration_at;  ///< needed when a job has a scenario
+  /// Set: scenario jobs slow each other where they share leaf uplinks (`fmsim cluster --contention`);
+  /// unset: every job runs at its own pace.
+  ContentionAt contention_at;
 };
 
 struct JobRun {
@@ -98,6 +105,7 @@ struct JobOutcome {
   int min_groups = 0;        ///< the fewest it could have spanned
   double lost_s = 0;         ///< run time lost to failures: work since the last checkpoint, hangs and restarts
   double straggler_s = 0;    ///< run time added by straggler nodes in its placements
+  double contention_s = 0;   ///< run time added by other jobs' traffic on links it shares
   int hangs = 0;             ///< runs a hung collective stopped (detected by the watchdog)
   int spare_swaps = 0;       ///< failed nodes a hot spare replaced
   std::vector<JobRun> runs;
@@ -120,6 +128,7 @@ struct ClusterResult {
   double spare_node_s = 0;       ///< node-seconds held as spares (their cost)
   std::vector<int> stragglers;   ///< the straggler nodes
   double straggler_node_s = 0;   ///< node-seconds of jobs' run time added by stragglers
+  double contention_node_s = 0;  ///< node-seconds of jobs' run time added by contention
   /// Kueue: per ClusterQueue (config order), GPU-seconds used beyond its nominal quota (borrowed), the
   /// most GPUs it held, and the jobs of its queues it preempted to admit its own.
   std::vector<double> borrowed_gpu_s, peak_gpus;

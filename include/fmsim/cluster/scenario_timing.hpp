@@ -38,6 +38,17 @@ class ScenarioTiming {
   double step_s(const JobSpec& job, const std::vector<int>& nodes);
   int simulations() const { return simulations_; }
 
+  /// For scenario jobs running together (each on its nodes): each one's step alone over its step beside
+  /// the others, both at full fidelity on the engine (training/shared_fabric.hpp). Memoized per
+  /// neighbourhood shape: each job's scenario and how many of its nodes sit under each leaf switch, the
+  /// switches numbered in order of first use (the rails are alike, so the same shape shares the same links
+  /// the same way). A neighbourhood too large to simulate at full fidelity in the memory available runs
+  /// without contention (factors 1), with a warning.
+  std::vector<double> contention_factors(const std::vector<const JobSpec*>& jobs, const std::vector<std::vector<int>>& nodes);
+  int contention_simulations() const { return contention_simulations_; }
+  /// Neighbourhoods whose full-fidelity simulation would not fit in memory: they run without contention.
+  int contention_skipped() const { return contention_skipped_; }
+
  private:
   std::filesystem::path cluster_file_;
   const hardware::Catalog& catalog_;
@@ -45,6 +56,9 @@ class ScenarioTiming {
   std::optional<topology::ClusterGraph> graph_;
   std::map<std::pair<std::string, std::vector<int>>, double> memo_;
   int simulations_ = 0;
+  std::map<std::vector<std::pair<std::string, std::vector<std::pair<int, int>>>>, std::vector<double>> contention_memo_;
+  int contention_simulations_ = 0;
+  int contention_skipped_ = 0;
 };
 
 }  // namespace fmsim::cluster
