@@ -30,29 +30,39 @@ struct ScanState {
 };
 
 /// Reads one line; returns the column of a misplaced ',' (or of what follows a closed value) or npos.
-std::size_t scan_line(const std::string& line, ScanState& s) {
+enum class Misplaced { none, comma, after_value, explicit_key, continuation };
+
+struct Finding {
+  std::size_t column = 0;
+  Misplaced what = Misplaced::none;
+};
+
+Finding scan_line(const std::string& line, ScanState& s) {
   std::size_t indent = 0;
   while (indent < line.size() && line[indent] == ' ') ++indent;
   const bool empty = line.find_first_not_of(" \t\r") == std::string::npos;
   if (s.in_block) {
-    if (empty || static_cast<int>(indent) > s.block_owner) return std::string::npos;  // block scalar content
+    if (empty || static_cast<int>(indent) > s.block_owner) return {};  // block scalar content
     s.in_block = false;
   }
   if (s.in_plain && s.quote == 0 && s.depth == 0) {
     // A multi-line plain scalar: a line indented past its owner goes on with it (YAML 1.2, ns-plain-char
     // allows ',', quotes and brackets there); an empty line folds into it; a comment line ends it.
     // A root scalar's lines go on only indented (a root "m" then "?" at the margin loops yaml-cpp 0.7).
-    if (empty) return std::string::npos;
+    if (empty) return {};
     if (indent > 0 && static_cast<int>(indent) > s.plain_owner && line[indent] != '#') {
+      // Valid YAML, but yaml-cpp 0.7 scans an indicator there as a token and can loop (` ! y` then ` ,` or
+      // ` !,`): a continuation may not start with one (quote such a value instead).
+      if (std::string_view(",!&*?|>%@`").find(line[indent]) != std::string_view::npos) return {indent, Misplaced::continuation};
       // The rest of the line is the scalar's; a comment ends it, and the scalar with it.
       if (line.find(" #") != std::string::npos || line.find("\t#") != std::string::npos) s.in_plain = false;
-      return std::string::npos;
+      return {};
     }
   }
   s.in_plain = false;
   std::size_t k = 0;
   if (s.quote == 0 && s.depth == 0) {
-    if (line.rfind('%', 0) == 0) return std::string::npos;  // a directive
+    if (line.rfind('%', 0) == 0) return {};  // a directive
     if ((line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0) && (line.size() == 3 || blank(line[3]))) k = 3;
   }
   bool token_start = true, in_plain = false, commented = false;
@@ -84,7 +94,7 @@ std::size_t scan_line(const std::string& line, ScanState& s) {
       continue;
     }
     if (closed) {  // only a ':' (the value was a key) may follow on its line: `"k" ,`, `"a" b` then `?` loop
-      if (c != ':') return k;
+      if (c != ':') return {k, c == ',' ? Misplaced::comma : Misplaced::after_value};
       closed = false;
       owner = token_col;
       continue;
@@ -97,7 +107,7 @@ std::size_t scan_line(const std::string& line, ScanState& s) {
       in_plain = true;
       continue;
     }
-    if (c == ',') return k;
+    if (c == ',') return {k, Misplaced::comma};
     token_col = static_cast<int>(k);
     if (c == '"' || c == '\'') {
       s.quote = c;
@@ -109,7 +119,7 @@ std::size_t scan_line(const std::string& line, ScanState& s) {
       while (k + 1 < line.size() && !blank(line[k + 1]) && !flow_indicator(line[k + 1])) ++k;
       closed = c == '*';  // an alias is a whole value
     } else if (c == '?' && next_blank) {
-      return k;  // an explicit key: in every yaml-cpp 0.7 loop fuzz_kueue found after a root scalar
+      return {k, Misplaced::explicit_key};  // in every yaml-cpp 0.7 loop fuzz_kueue found after a root scalar
     } else if (c == '-' && next_blank) {
       owner = static_cast<int>(k);  // a sequence entry owns what follows it
     } else if (c == ':' && next_blank) {
@@ -117,7 +127,7 @@ std::size_t scan_line(const std::string& line, ScanState& s) {
     } else if (c == '|' || c == '>') {
       s.in_block = true;
       s.block_owner = owner;
-      return std::string::npos;  // the header's modifiers and comment; content lines follow
+      return {};  // the header's modifiers and comment; content lines follow
     } else if (c == ']' || c == '}') {
       // unbalanced: yaml-cpp reports it
     } else {
@@ -129,7 +139,7 @@ std::size_t scan_line(const std::string& line, ScanState& s) {
     s.in_plain = true;
     s.plain_owner = owner;
   }
-  return std::string::npos;
+  return {};
 }
 
 }  // namespace
@@ -168,13 +178,20 @@ void refuse_misplaced_yaml_comma(const std::string& text, const std::string& fil
                          ": YAML allows printable characters only (is this a binary file?)");
       }
     }
-    const std::size_t at = scan_line(line, state);
-    if (at == std::string::npos) continue;
-    const std::string where = file + ":" + std::to_string(number) + ":" + std::to_string(at + 1) + ": ";
-    const char c = line[at];
-    if (c == ',') throw InputError(where + "a ',' cannot start a value outside [...] or {...} in YAML");
-    if (c == '?') throw InputError(where + "an explicit mapping key ('? ') is not read here: write key: value (yaml-cpp 0.7 can loop on it)");
-    throw InputError(where + "'" + std::string(1, c) + "' after a quoted value, [...], {...} or an alias: only ':' or a comment may follow it on its line in YAML");
+    const Finding found = scan_line(line, state);
+    if (found.what == Misplaced::none) continue;
+    const std::string where = file + ":" + std::to_string(number) + ":" + std::to_string(found.column + 1) + ": ";
+    const std::string c(1, line[found.column]);
+    switch (found.what) {
+      case Misplaced::comma: throw InputError(where + "a ',' cannot start a value outside [...] or {...} in YAML");
+      case Misplaced::after_value:
+        throw InputError(where + "'" + c + "' after a quoted value, [...], {...} or an alias: only ':' or a comment may follow it on its line in YAML");
+      case Misplaced::explicit_key:
+        throw InputError(where + "an explicit mapping key ('? ') is not read here: write key: value (yaml-cpp 0.7 can loop on it)");
+      case Misplaced::continuation:
+        throw InputError(where + "'" + c + "' starts a line that goes on a plain value: quote the value (yaml-cpp 0.7 can loop on it)");
+      case Misplaced::none: break;
+    }
   }
 }
 

@@ -18,7 +18,8 @@ namespace fmsim::config {
 /// ("? "), or anything
 /// but ':' or a comment after a quoted value, a closed [...] or {...}, or an alias on the same line. Quotes
 /// (across lines), comments and block scalars (| and >) are read past. A ',' inside a plain scalar
-/// (`a: x, y`) is valid and left to the parser.
+/// (`a: x, y`) is valid and left to the parser, but a plain scalar's continuation line may not start with
+/// an indicator (, ! & * ? | > % @ `): valid YAML that yaml-cpp 0.7 scans as a token and can loop on.
 void refuse_misplaced_yaml_comma(const std::string& text, const std::string& file);
 
 /// `text` with its line breaks as YAML reads them (YAML 1.2, 5.4: CR LF, or a lone CR) turned into LF:
