@@ -26,6 +26,18 @@ def run_json(command, *args):
     return json.loads(proc.stdout)
 
 
+def validate_schema(doc, schema_name):
+    """Checks `doc` against docs/schema/SCHEMA_NAME, where Debian's python3-jsonschema is there."""
+    try:
+        import jsonschema
+    except ImportError:
+        return
+    with open(os.path.join(SOURCE, "docs", "schema", schema_name)) as f:
+        schema = json.load(f)
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    assert not errors, errors[0].message[:300]
+
+
 def write(directory, name, text):
     path = os.path.join(directory, name)
     with open(path, "w") as f:

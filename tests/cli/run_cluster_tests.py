@@ -7,7 +7,7 @@ import json
 import os
 import tempfile
 
-from cli_support import CONFIGS, TOPO, expect_bad_input, run, run_json, run_tests, test, write
+from cli_support import CONFIGS, TOPO, expect_bad_input, run, run_json, run_tests, test, validate_schema, write
 
 TMP = tempfile.mkdtemp(prefix="fmsim-cluster-tests-")
 CLUSTER = os.path.join(TOPO, "p5-16node.json")
@@ -15,14 +15,13 @@ TRACE = os.path.join(CONFIGS, "cluster", "p5-16node-week.jsonl")
 
 
 def validate_against_schema(doc):
-    """docs/schema/cluster.schema.json, where Debian's python3-jsonschema is there."""
-    try:
-        import jsonschema
-    except ImportError:
-        return
-    schema = json.load(open(os.path.join(os.path.dirname(CONFIGS), "docs", "schema", "cluster.schema.json")))
-    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
-    assert not errors, errors[0].message[:300]
+    validate_schema(doc, "cluster.schema.json")
+
+
+def eight_node_cluster(name):
+    """8 p5 nodes under one non-blocking leaf switch."""
+    return write(TMP, name, json.dumps({"name": "p5-8", "description": "test", "instance_type": "p5.48xlarge", "nodes": 8,
+                                        "fabric": {"topology": "rail-optimized", "nodes_per_leaf": 8, "oversubscription": 1.0}}))
 
 
 @test
@@ -291,8 +290,7 @@ def bad_kueue_input_exits_2():
 @test
 def an_elastic_job_goes_on_without_a_failed_node_and_grows_back():
     # 8 p5 nodes, one 10-hour job on all of them; node 0 fails at 2 h and is repaired 4 h later.
-    c8 = write(TMP, "c8.json", json.dumps({"name": "p5-8", "description": "test", "instance_type": "p5.48xlarge", "nodes": 8,
-                                           "fabric": {"topology": "rail-optimized", "nodes_per_leaf": 8, "oversubscription": 1.0}}))
+    c8 = eight_node_cluster("c8.json")
     hour = 3600.0
     rigid = jobs_file("rigid.jsonl", [{"id": "a", "nodes": 8, "duration": "10h"}])
     job = run_json("cluster", c8, rigid, "--fail-node", "0@2h")["per_job"][0]
@@ -321,8 +319,7 @@ def an_elastic_job_goes_on_without_a_failed_node_and_grows_back():
 @test
 def hangs_software_failures_spares_and_stragglers_follow_hand_worked_runs():
     # 8 p5 nodes, a 10-hour job on 7 of them (checkpoint-free); node 0 fails at 2 h.
-    c8 = write(TMP, "c8s.json", json.dumps({"name": "p5-8", "description": "test", "instance_type": "p5.48xlarge", "nodes": 8,
-                                            "fabric": {"topology": "rail-optimized", "nodes_per_leaf": 8, "oversubscription": 1.0}}))
+    c8 = eight_node_cluster("c8s.json")
     hour = 3600.0
     seven = jobs_file("seven.jsonl", [{"id": "a", "nodes": 7, "duration": "10h"}])
     # A hang: no progress until the 10 min watchdog, a 10 min restart on the same nodes, 10 h again.

@@ -9,7 +9,7 @@ import json
 import os
 import tempfile
 
-from cli_support import CONFIGS, TOPO, expect_bad_input, run, run_json, run_tests, test, write
+from cli_support import CONFIGS, TOPO, expect_bad_input, run, run_json, run_tests, test, validate_schema, write
 
 TMP = tempfile.mkdtemp(prefix="fmsim-contention-tests-")
 OS2 = os.path.join(TOPO, "p5-32node-os2.json")
@@ -23,13 +23,7 @@ def jobs_args(jobs):
 
 
 def validate(doc):
-    try:
-        import jsonschema
-    except ImportError:
-        return
-    schema = json.load(open(os.path.join(os.path.dirname(CONFIGS), "docs", "schema", "contention.schema.json")))
-    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
-    assert not errors, errors[0].message[:300]
+    validate_schema(doc, "contention.schema.json")
 
 
 @test
