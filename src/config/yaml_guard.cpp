@@ -42,7 +42,8 @@ Finding scan_line(const std::string& line, ScanState& s) {
   while (indent < line.size() && line[indent] == ' ') ++indent;
   const bool empty = line.find_first_not_of(" \t\r") == std::string::npos;
   if (s.in_block) {
-    if (empty || static_cast<int>(indent) > s.block_owner) return {};  // block scalar content
+    // A root block scalar's content counts only indented (yaml-cpp 0.7 loops on `>` then `,` at the margin).
+    if (empty || (static_cast<int>(indent) > s.block_owner && indent > 0)) return {};  // block scalar content
     s.in_block = false;
   }
   if (s.in_plain && s.quote == 0 && s.depth == 0) {
@@ -159,14 +160,16 @@ std::string normalize_yaml_line_breaks(const std::string& text) {
 }
 
 void refuse_misplaced_yaml_comma(const std::string& text, const std::string& file) {
+  const std::string yaml = text.find('\r') == std::string::npos ? std::string() : normalize_yaml_line_breaks(text);
+  const std::string& lines = yaml.empty() ? text : yaml;  // line breaks as YAML reads them
   ScanState state;
   std::size_t start = 0;
   int number = 0;
-  while (start < text.size()) {
+  while (start < lines.size()) {
     ++number;
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
+    std::size_t end = lines.find('\n', start);
+    if (end == std::string::npos) end = lines.size();
+    std::string line = lines.substr(start, end - start);
     start = end + 1;
     if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line = line.substr(3);
     for (std::size_t k = 0; k < line.size(); ++k) {  // YAML streams hold printable characters only (YAML 1.2, 5.1)

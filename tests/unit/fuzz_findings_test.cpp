@@ -64,7 +64,7 @@ TEST_CASE("a ',' where a YAML token starts outside a flow collection is refused 
                                  "\"a\"b\n?\n", "\"a\" b\n?\n", "\"a\"b\"c\"\nx\n?\n", "\"a\"#c\n", "[a] b\n", "a: *x y\n",
                                  std::string("\0\0\0,euologi\"0jobw\"3770\n-kind_c\"", 31), "a: \x01\n", "a: b\x7F\n", "!\"\"Z\n?\n", "! m\n?\n", "&a m\n? x\n", "? a\n: b\n",
                                  // checked after a block scalar owned by an entry's key, and after a quote inside a flow plain scalar
-                                 "- a: |\n    text\n  c: \"k\" ,\n", "a: [don't, x]\nb: \"k\" ,\n", "a: x\n# c\n, y\n", " ! y\n ,", " ! y\n !,", "a: x\n  , y\n", "a: x\n  *y\n"}) {
+                                 "- a: |\n    text\n  c: \"k\" ,\n", "a: [don't, x]\nb: \"k\" ,\n", "a: x\n# c\n, y\n", " ! y\n ,", " ! y\n !,", "a: x\n  , y\n", "a: x\n  *y\n", ">\r,"}) {
     CAPTURE(text);
     CHECK_THROWS_AS(refuse_misplaced_yaml_comma(text, "k.yaml"), fmsim::InputError);
   }

@@ -20,6 +20,7 @@ namespace fmsim::config {
 /// (across lines), comments and block scalars (| and >) are read past. A ',' inside a plain scalar
 /// (`a: x, y`) is valid and left to the parser, but a plain scalar's continuation line may not start with
 /// an indicator (, ! & * ? | > % @ `): valid YAML that yaml-cpp 0.7 scans as a token and can loop on.
+/// Line breaks are read as YAML reads them (CR LF and a lone CR too, normalize_yaml_line_breaks).
 void refuse_misplaced_yaml_comma(const std::string& text, const std::string& file);
 
 /// `text` with its line breaks as YAML reads them (YAML 1.2, 5.4: CR LF, or a lone CR) turned into LF:
