@@ -27,10 +27,11 @@ struct ScanState {
   int block_owner = -1;    ///< the column of the key or entry that owns the block scalar (-1: the root)
   bool in_plain = false;   ///< a plain scalar at depth 0 may go on at the next line indented past plain_owner
   int plain_owner = -1;
+  bool root_value = false; ///< the document's top level already holds a scalar or flow value (not a key)
 };
 
 /// Reads one line; returns the column of a misplaced ',' (or of what follows a closed value) or npos.
-enum class Misplaced { none, comma, after_value, explicit_key, continuation };
+enum class Misplaced { none, comma, after_value, explicit_key, continuation, second_root };
 
 struct Finding {
   std::size_t column = 0;
@@ -62,11 +63,19 @@ Finding scan_line(const std::string& line, ScanState& s) {
   }
   s.in_plain = false;
   std::size_t k = 0;
-  if (s.quote == 0 && s.depth == 0) {
+  const bool at_root = s.quote == 0 && s.depth == 0;  // the line starts outside quotes and flow collections
+  if (at_root) {
     if (line.rfind('%', 0) == 0) return {};  // a directive
-    if ((line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0) && (line.size() == 3 || blank(line[3]))) k = 3;
+    if ((line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0) && (line.size() == 3 || blank(line[3]))) {
+      k = 3;
+      s.root_value = false;  // a new document
+    } else if (s.root_value && indent == 0 && !empty && line[0] != '#') {
+      // A second node at a document's top level: invalid YAML, and yaml-cpp 0.7 loops on some (`f` then `[`).
+      return {0, Misplaced::second_root};
+    }
   }
   bool token_start = true, in_plain = false, commented = false;
+  bool value_started = false;  // a scalar, flow collection or alias began on this line
   bool closed = false;      // a quoted value, [...], {...} or an alias just ended at depth 0
   int owner = -1;           // the column of the key (before ": ") or entry ("- ") that owns what follows
   int token_col = static_cast<int>(indent);  // where the current token started
@@ -112,13 +121,16 @@ Finding scan_line(const std::string& line, ScanState& s) {
     token_col = static_cast<int>(k);
     if (c == '"' || c == '\'') {
       s.quote = c;
+      value_started = true;
     } else if (c == '[' || c == '{') {
       ++s.depth;
+      value_started = true;
     } else if (c == '!') {  // a tag: its name is URI characters (YAML 1.2, ns-tag-char), so `!""Z` is a tag, then `""`
       while (k + 1 < line.size() && tag_char(line[k + 1])) ++k;
     } else if (c == '&' || c == '*') {  // an anchor or alias: its name ends at a blank or flow indicator
       while (k + 1 < line.size() && !blank(line[k + 1]) && !flow_indicator(line[k + 1])) ++k;
       closed = c == '*';  // an alias is a whole value
+      value_started = value_started || closed;
     } else if (c == '?' && next_blank) {
       return {k, Misplaced::explicit_key};  // in every yaml-cpp 0.7 loop fuzz_kueue found after a root scalar
     } else if (c == '-' && next_blank) {
@@ -134,8 +146,11 @@ Finding scan_line(const std::string& line, ScanState& s) {
     } else {
       in_plain = true;
       token_start = false;
+      value_started = true;
     }
   }
+  // A value (not a key, not an entry) that started at the margin of a document's top level fills it.
+  if (at_root && indent == 0 && !empty && owner < 0 && value_started) s.root_value = true;
   if (in_plain && !commented && s.quote == 0 && s.depth == 0) {  // it may go on at the next line
     s.in_plain = true;
     s.plain_owner = owner;
@@ -193,6 +208,8 @@ void refuse_misplaced_yaml_comma(const std::string& text, const std::string& fil
         throw InputError(where + "an explicit mapping key ('? ') is not read here: write key: value (yaml-cpp 0.7 can loop on it)");
       case Misplaced::continuation:
         throw InputError(where + "'" + c + "' starts a line that goes on a plain value: quote the value (yaml-cpp 0.7 can loop on it)");
+      case Misplaced::second_root:
+        throw InputError(where + "a second value at the top level of a document (after a scalar or [...]/{...} there): separate documents with ---");
       case Misplaced::none: break;
     }
   }

@@ -64,7 +64,7 @@ TEST_CASE("a ',' where a YAML token starts outside a flow collection is refused 
                                  "\"a\"b\n?\n", "\"a\" b\n?\n", "\"a\"b\"c\"\nx\n?\n", "\"a\"#c\n", "[a] b\n", "a: *x y\n",
                                  std::string("\0\0\0,euologi\"0jobw\"3770\n-kind_c\"", 31), "a: \x01\n", "a: b\x7F\n", "!\"\"Z\n?\n", "! m\n?\n", "&a m\n? x\n", "? a\n: b\n",
                                  // checked after a block scalar owned by an entry's key, and after a quote inside a flow plain scalar
-                                 "- a: |\n    text\n  c: \"k\" ,\n", "a: [don't, x]\nb: \"k\" ,\n", "a: x\n# c\n, y\n", " ! y\n ,", " ! y\n !,", "a: x\n  , y\n", "a: x\n  *y\n", ">\r,"}) {
+                                 "- a: |\n    text\n  c: \"k\" ,\n", "a: [don't, x]\nb: \"k\" ,\n", "a: x\n# c\n, y\n", " ! y\n ,", " ! y\n !,", "a: x\n  , y\n", "a: x\n  *y\n", ">\r,", "f\n[\n#\n'',", "x\n# c\ny\n"}) {
     CAPTURE(text);
     CHECK_THROWS_AS(refuse_misplaced_yaml_comma(text, "k.yaml"), fmsim::InputError);
   }
@@ -80,7 +80,8 @@ TEST_CASE("a ',' where a YAML token starts outside a flow collection is refused 
                                  "\"k\": v\n", "\"k\":v\n", "[a, b]: 1\n", "*a : x\n", "a: \"x\" # note\n", "a: 'x\n  y'\n",
                                  // multi-line plain scalars: their lines may start with a quote, a comma or a bracket
                                  "description: Jobs of the\n  \"research\" team\nb: 1\n", "a: x\n  y, z\n", "- entry\n  [more]\n",
-                                 "a: [don't, x]\nb: 2\n", "- a: |\n    , text\n  b: 1\n"}) {
+                                 "a: [don't, x]\nb: 2\n", "- a: |\n    , text\n  b: 1\n",
+                                 "just a scalar\n---\nkind: X\n", "[a, b]\n...\n", "x\n  continued\n# end\n"}) {
     CAPTURE(text);
     CHECK_NOTHROW(refuse_misplaced_yaml_comma(text, "k.yaml"));
   }
