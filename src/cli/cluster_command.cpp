@@ -137,6 +137,10 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   run.options.failures.seed = o.seed;
   run.jobs = cluster::read_job_trace(o.jobs_file, spec.gpus_per_node, spec.nodes);
   for (const auto& job : run.jobs) {
+    if (kueue && job.topology != cluster::TopologyRequest::none && !kueue->topology_aware()) {
+      throw InputError(o.jobs_file + ": job " + job.id + " asks for a topology, but no ResourceFlavor of " + o.kueue +
+                       " names a Topology (spec.topologyName): Kueue's topology-aware scheduling is off there");
+    }
     if (job.nodes > spec.nodes - o.spares) {
       throw InputError(o.jobs_file + ": job " + job.id + " needs " + std::to_string(job.nodes) + " nodes but --spares " + std::to_string(o.spares) +
                        " leaves " + std::to_string(spec.nodes - o.spares) + " of the " + std::to_string(spec.nodes) + " to schedule: it could never start");

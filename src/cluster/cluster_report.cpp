@@ -159,7 +159,8 @@ json to_json(const ClusterRun& run) {
                              {"preemptions_to_admit", r.preempted_by[q]}, {"jobs_preempted", preempted},
                              {"wait_s", waits.empty() ? json(nullptr) : distribution(waits)}});
     }
-    doc["kueue"] = {{"file", run.options.kueue->file}, {"preemptions", r.preemptions}, {"cluster_queues", queues_json}};
+    doc["kueue"] = {{"file", run.options.kueue->file}, {"preemptions", r.preemptions}, {"cluster_queues", queues_json},
+                    {"topology_aware", run.options.kueue->topology_aware()}};
   }
   doc["usd"] = run.usd_per_node_hour > 0 ? json(run.usd_per_node_hour * run.shape.nodes * r.makespan_s / 3600) : json(nullptr);
   return doc;

@@ -58,6 +58,14 @@ class Simulation {
     for (const auto& job : jobs_) elastic_ = elastic_ || job.min_nodes > 0;
     for (const auto& m : members_) group_sizes_.push_back(m.size());
     std::sort(group_sizes_.rbegin(), group_sizes_.rend());
+    for (const auto& job : jobs_) {
+      const int largest = group_sizes_.empty() ? 0 : static_cast<int>(group_sizes_.front());
+      if (job.topology == TopologyRequest::required && job.nodes > largest) {
+        throw InputError("job " + job.id + " requires its " + std::to_string(job.nodes) + " nodes under one " +
+                         (shape.nodes_per_domain > 1 ? "NVLink domain" : "leaf switch") + ", but the largest holds " +
+                         std::to_string(largest) + ": it could never start");
+      }
+    }
     if (failure_rate_per_s_ > 0) schedule_failure(jobs_.empty() ? 0.0 : jobs_.front().submit_s);
     const auto& injected = options_.failures.injected;
     for (std::size_t i = 0; i < injected.size(); ++i) push(injected[i].time_s, EventKind::failure, injected[i].node, -1 - static_cast<int>(i));
@@ -524,8 +532,9 @@ class Simulation {
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return jobs_[a].priority > jobs_[b].priority; });
     for (int j : order) {
       if (!queue_.count(j)) continue;  // preempted and requeued during this pass: waits for the next
-      const bool fits = quotas_->allows(cq_of_[j], job_gpus(j)) && jobs_[j].nodes <= free_;
-      if (fits || try_preempt(j, now)) start(j, now);
+      const bool fits = quotas_->allows(cq_of_[j], job_gpus(j)) && can_place(j);
+      // A job that requires one group does not preempt: the nodes preemption frees may sit anywhere.
+      if (fits || (jobs_[j].topology != TopologyRequest::required && try_preempt(j, now))) start(j, now);
     }
   }
 
@@ -540,15 +549,24 @@ class Simulation {
   }
 
   /// Free nodes for a job of `count`, by the placement policy (free_ >= count).
-  std::vector<int> place(int count) const {
-    return detail::place_nodes(count, options_.placement, members_, group_free_, [this](int n) { return node_[n] == kFree; });
+  std::vector<int> place(int count, Placement placement) const {
+    return detail::place_nodes(count, placement, members_, group_free_, [this](int n) { return node_[n] == kFree; });
+  }
+  std::vector<int> place(int count) const { return place(count, options_.placement); }
+  /// Whether job j can start on the free nodes now: anywhere, or under one group when it requires that.
+  bool can_place(int j) const {
+    if (jobs_[j].topology != TopologyRequest::required) return jobs_[j].nodes <= free_;
+    return std::any_of(group_free_.begin(), group_free_.end(), [&](int f) { return f >= jobs_[j].nodes; });
   }
 
   /// Starts job j on free nodes: the placement policy's, or `nodes` (a restart on the nodes it had).
   void start(int j, double now, std::vector<int> nodes = {}) {
     auto& s = state_[j];
     auto& outcome = result_.jobs[j];
-    s.nodes = nodes.empty() ? place(jobs_[j].nodes) : std::move(nodes);
+    // A topology request places it as Slurm's topology plugin does (best fit into one group, which a
+    // required job is known to have: can_place), whatever the cluster's placement policy.
+    const Placement placement = jobs_[j].topology == TopologyRequest::none ? options_.placement : Placement::topology;
+    s.nodes = nodes.empty() ? place(jobs_[j].nodes, placement) : std::move(nodes);
     take_quota(j, now);
     for (int n : s.nodes) {
       node_[n] = j;
@@ -605,7 +623,7 @@ class Simulation {
     for (int j : order) {
       const int need = jobs_[j].nodes;
       if (!reserved) {
-        if (need <= free_) {
+        if (can_place(j)) {
           start(j, now);
           continue;
         }
@@ -627,7 +645,7 @@ class Simulation {
         reserved = true;
         continue;
       }
-      if (need > free_) continue;
+      if (!can_place(j)) continue;
       // A scenario job not yet started has no known run time: its time limit, if the trace gives one.
       const double planned = jobs_[j].duration_s > 0 ? state_[j].remaining_s * jobs_[j].time_limit_s / jobs_[j].duration_s
                              : jobs_[j].time_limit_s > 0 ? jobs_[j].time_limit_s

@@ -231,6 +231,13 @@ std::vector<JobSpec> read_job_trace(const std::filesystem::path& path, int gpus_
     if (r.has("min_nodes")) {
       job.min_nodes = static_cast<int>(r.required_int("min_nodes", 1, job.nodes));
     }
+    if (r.has("topology")) {
+      const std::string t = r.string_or("topology", "");
+      if (t == "preferred") job.topology = TopologyRequest::preferred;
+      else if (t == "required") job.topology = TopologyRequest::required;
+      else r.fail("topology", "preferred or required (its nodes under one leaf switch or NVLink domain)");
+      if (job.topology == TopologyRequest::required && job.min_nodes > 0) r.fail("topology", "required with min_nodes: an elastic job regrows anywhere");
+    }
     r.reject_unknown_keys();
     jobs.push_back(std::move(job));
     if (jobs.size() > kMaxJobs) throw InputError(where + ": more than " + std::to_string(kMaxJobs) + " jobs (the most one run simulates)");

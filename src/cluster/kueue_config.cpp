@@ -71,6 +71,12 @@ KueueConfig read_kueue(const std::filesystem::path& path) {
     }
   }
   if (k.cluster_queues.empty()) throw InputError(path.string() + ": no ClusterQueue");
+  for (std::size_t f = 0; f < k.tas_flavors.size(); ++f) {
+    if (!k.topologies.count(k.flavor_topology[f])) {
+      throw InputError(path.string() + ": ResourceFlavor " + k.tas_flavors[f] + ": spec.topologyName " + k.flavor_topology[f] +
+                       " is not a Topology of the file");
+    }
+  }
   for (const auto& [name, cq] : local_queues) {
     auto it = k.queue_index.find(cq);
     if (it == k.queue_index.end()) throw InputError(path.string() + ": LocalQueue " + name + ": spec.clusterQueue " + cq + " is not defined in the file");
@@ -89,12 +95,26 @@ void read_document(const YAML::Node& doc, const std::string& where, KueueConfig&
     const std::string kind = text_of(doc["kind"], where + " /kind");
     const std::string name = text_of(doc["metadata"]["name"], where + " (" + kind + ") /metadata/name");
     const std::string at = where + " (" + kind + " " + name + ")";
-    if (kind == "ResourceFlavor") return;
+    if (kind == "ResourceFlavor") {  // its topologyName turns on topology-aware scheduling (TAS)
+      if (doc["spec"] && doc["spec"]["topologyName"]) {
+        k.tas_flavors.push_back(name);
+        k.flavor_topology.push_back(text_of(doc["spec"]["topologyName"], at + " /spec/topologyName"));
+      }
+      return;
+    }
+    if (kind == "Topology") {
+      const YAML::Node levels = doc["spec"]["levels"];
+      if (!levels || !levels.IsSequence() || levels.size() == 0) throw InputError(at + " /spec/levels: expected a list of {nodeLabel: ...}");
+      std::vector<std::string> labels;
+      for (std::size_t l = 0; l < levels.size(); ++l) labels.push_back(text_of(levels[l]["nodeLabel"], at + " /spec/levels/" + std::to_string(l) + "/nodeLabel"));
+      k.topologies[name] = labels;
+      return;
+    }
     if (kind == "LocalQueue") {
       local_queues.push_back({name, text_of(doc["spec"]["clusterQueue"], at + " /spec/clusterQueue")});
       return;
     }
-    if (kind != "ClusterQueue") throw InputError(at + " /kind: expected ClusterQueue, LocalQueue or ResourceFlavor");
+    if (kind != "ClusterQueue") throw InputError(at + " /kind: expected ClusterQueue, LocalQueue, ResourceFlavor or Topology");
     ClusterQueueSpec q;
     q.name = name;
     const YAML::Node spec = doc["spec"];

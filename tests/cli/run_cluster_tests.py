@@ -398,6 +398,44 @@ def with_contention_scattered_jobs_slow_each_other_as_fmsim_contention_says():
 
 
 @test
+def kueue_topology_aware_scheduling_holds_a_required_job_for_one_switch():
+    # p5-16node: 16 nodes, 8 per leaf switch, one ClusterQueue of all 128 GPUs. Kueue TAS: a Topology and a
+    # ResourceFlavor naming it. x and y take 7 nodes under each switch; z (2 nodes, required) waits for one
+    # of them; with preferred it starts at once across the two switches.
+    topology = ("apiVersion: kueue.x-k8s.io/v1alpha1\nkind: Topology\nmetadata:\n  name: aws\nspec:\n  levels:\n"
+                "  - nodeLabel: topology.k8s.aws/network-node-layer-1\n  - nodeLabel: kubernetes.io/hostname\n---\n"
+                "kind: ResourceFlavor\nmetadata:\n  name: h100\nspec:\n  topologyName: aws\n---\n")
+    plain = kueue_yaml("tas-queues.yaml", [("all", None, 128, None, "Never", "Never")])
+    tas = write(TMP, "tas.yaml", topology + open(plain).read())
+    hour = 3600.0
+
+    def trace(name, request):
+        return jobs_file(name, [{"id": "x", "nodes": 7, "duration": "2h", "queue": "all"},
+                                {"id": "y", "nodes": 7, "duration": "3h", "queue": "all"},
+                                {"id": "z", "submit": "1min", "nodes": 2, "duration": "1h", "queue": "all", "topology": request}])
+    doc = run_json("cluster", CLUSTER, trace("tas-required.jsonl", "required"), "--kueue", tas)
+    z = doc["per_job"][2]
+    assert z["start_s"] == 2 * hour and z["switches_spanned"] == 1, z
+    assert doc["kueue"]["topology_aware"] is True
+    validate_against_schema(doc)
+    z = run_json("cluster", CLUSTER, trace("tas-preferred.jsonl", "preferred"), "--kueue", tas)["per_job"][2]
+    assert z["start_s"] == 60 and z["switches_spanned"] == 2, z
+    # Slurm's --switches=1 is the same request under the Slurm policies.
+    z = run_json("cluster", CLUSTER, trace("slurm-required.jsonl", "required"))["per_job"][2]
+    assert z["start_s"] == 2 * hour, z
+    out = os.path.join(TMP, "bad-tas.json")
+    expect_bad_input(["cluster", CLUSTER, trace("tas-off.jsonl", "required"), "--kueue", plain, "--json", out],
+                     ["job z asks for a topology", "spec.topologyName"], out)
+    expect_bad_input(["cluster", CLUSTER, jobs_file("too-big.jsonl", [{"id": "w", "nodes": 9, "duration": "1h", "topology": "required"}]),
+                      "--json", out], ["job w requires its 9 nodes under one leaf switch", "largest holds 8"], out)
+    expect_bad_input(["cluster", CLUSTER, jobs_file("bad-req.jsonl", [{"id": "w", "nodes": 2, "duration": "1h", "topology": "rack"}]),
+                      "--json", out], ["bad-req.jsonl:1", "topology", "preferred or required"], out)
+    dangling = write(TMP, "dangling.yaml", "kind: ResourceFlavor\nmetadata:\n  name: h100\nspec:\n  topologyName: nowhere\n---\n" + open(plain).read())
+    expect_bad_input(["cluster", CLUSTER, trace("tas-d.jsonl", "required"), "--kueue", dangling, "--json", out],
+                     ["ResourceFlavor h100", "nowhere", "not a Topology"], out)
+
+
+@test
 def bad_traces_and_options_exit_2():
     out = os.path.join(TMP, "bad.json")
     cases = [

@@ -338,3 +338,26 @@ TEST_CASE("jobs that share leaf switches slow each other while they run together
   CHECK(r.jobs[0].end_s == Approx(6000));
   CHECK(r.jobs[0].contention_s == Approx(1800));
 }
+
+TEST_CASE("a job that requires one leaf switch waits for room under one; preferred and none do not") {
+  // 8 nodes, 4 per switch. x and y (3 nodes, 2 h) take 3 nodes under each switch at 0; z (2 nodes, 1 h)
+  // comes at 60 s: 2 nodes are free, one under each switch. Required: it waits for x (2 h). Otherwise it
+  // starts at once across the two switches (preferred: the fewest it can, here two).
+  std::vector<JobSpec> jobs = {job("x", 0, 3, 7200), job("y", 0, 3, 7300), job("z", 60, 2, 3600)};
+  jobs[2].topology = TopologyRequest::required;
+  SimOptions o;
+  auto r = simulate_cluster(shape(8, 4), jobs, o);
+  CHECK(r.jobs[2].first_start_s == Approx(7200));
+  CHECK(r.jobs[2].groups_spanned == 1);
+  jobs[2].topology = TopologyRequest::preferred;
+  r = simulate_cluster(shape(8, 4), jobs, o);
+  CHECK(r.jobs[2].first_start_s == Approx(60));
+  CHECK(r.jobs[2].groups_spanned == 2);
+  jobs[2].topology = TopologyRequest::none;
+  r = simulate_cluster(shape(8, 4), jobs, o);
+  CHECK(r.jobs[2].first_start_s == Approx(60));
+  // Larger than any switch: refused, it could never start.
+  jobs[2].topology = TopologyRequest::required;
+  jobs[2].nodes = 5;
+  CHECK_THROWS_WITH(simulate_cluster(shape(8, 4), jobs, o), Catch::Contains("could never start"));
+}

@@ -7,6 +7,11 @@
 
 namespace fmsim::cluster {
 
+/// How a job's nodes must sit: anywhere (the placement policy's choice), preferably under one leaf switch
+/// or NVLink domain (the fewest otherwise), or required under one (it waits until one group has room):
+/// Slurm's `--switches=1`, Kueue's podset-preferred-topology / podset-required-topology annotations.
+enum class TopologyRequest { none, preferred, required };
+
 struct JobSpec {
   std::string id;
   double submit_s = 0;
@@ -20,6 +25,7 @@ struct JobSpec {
   /// failed node, down to this many nodes, at the global batch it had (so at nodes/requested the speed),
   /// and grows back when nodes are free. 0: not elastic.
   int min_nodes = 0;
+  TopologyRequest topology = TopologyRequest::none;
   /// A training job given as a scenario and a step count instead of a duration: its run time is the
   /// simulated step time at the nodes it gets, times `steps` (duration_s is 0 until then).
   std::string scenario;  ///< absolute path ("" = the trace's duration)
@@ -28,7 +34,8 @@ struct JobSpec {
 
 /// Reads a JSON Lines job trace: keys `id`, `submit` (time, e.g. "90m" or seconds), `nodes` or `gpus` (a
 /// multiple of `gpus_per_node`), `duration` (time) or `scenario` (a training scenario, relative to the
-/// trace) with `steps`, `time_limit`, `priority`, `queue`, `checkpoint_interval`. Blank lines and lines starting with # are skipped. A bad line refuses the whole
+/// trace) with `steps`, `time_limit`, `priority`, `queue`, `checkpoint_interval`, `min_nodes`, `topology`
+/// (preferred or required). Blank lines and lines starting with # are skipped. A bad line refuses the whole
 /// trace (InputError naming the file, the line and the key); jobs come back ordered by submit time.
 /// A file whose first line starts with "JobID|" is a `sacct --parsable2` export instead (columns JobID,
 /// Submit, Elapsed, NNodes, and optionally Timelimit, Partition, Priority, State): job steps and jobs that

@@ -4,7 +4,7 @@
 // limit), all-or-nothing admission of a job's whole gang, and preemption: a ClusterQueue reclaims its
 // nominal quota from cohort members that borrowed it (reclaimWithinCohort), and a job may preempt lower
 // priority jobs of its own queue (withinClusterQueue: LowerPriority). Read from Kueue's own YAML
-// (kueue.x-k8s.io/v1beta1 ClusterQueue, LocalQueue, ResourceFlavor) with yaml-cpp.
+// (kueue.x-k8s.io/v1beta1 ClusterQueue, LocalQueue, ResourceFlavor; v1alpha1 Topology) with yaml-cpp.
 #include <filesystem>
 #include <map>
 #include <string>
@@ -27,6 +27,14 @@ struct ClusterQueueSpec {
 struct KueueConfig {
   std::vector<ClusterQueueSpec> cluster_queues;
   std::map<std::string, int> queue_index;  ///< LocalQueue and ClusterQueue names -> cluster_queues index
+  /// Topology-aware scheduling (Kueue TAS): Topology objects (kueue.x-k8s.io/v1alpha1, name -> its level
+  /// node labels, outermost first) and the ResourceFlavors that name one (spec.topologyName). With one,
+  /// jobs may ask for their nodes under one leaf switch or NVLink domain (JobSpec::topology, Kueue's
+  /// podset-required-topology / podset-preferred-topology annotations).
+  std::map<std::string, std::vector<std::string>> topologies;
+  std::vector<std::string> tas_flavors;
+  std::vector<std::string> flavor_topology;  ///< the Topology each of tas_flavors names
+  bool topology_aware() const { return !tas_flavors.empty(); }
   std::string file;
 };
 
