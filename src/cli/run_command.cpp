@@ -160,9 +160,10 @@ std::optional<config::JsonFile> rl_document(const RunOptions& o) {
 }
 
 /// A trace file as a document: fmsim's JSON, or a Chakra trace (PREFIX or PREFIX.RANK.et) read into the
-/// same form (chakra_trace.hpp).
-config::JsonFile read_trace_document(const std::string& path) {
-  if (!workload::is_chakra_trace(path)) return config::load_json_file(path);
+/// same form (chakra_trace.hpp); `chakra` says which it was.
+config::JsonFile read_trace_document(const std::string& path, bool& chakra) {
+  chakra = workload::is_chakra_trace(path);
+  if (!chakra) return config::load_json_file(path);
   config::JsonFile file;
   file.path = path;
   file.root = workload::read_chakra_trace(path);
@@ -175,9 +176,10 @@ int run_training(const GlobalOptions& globals, const RunOptions& o) {
   auto catalog = load_catalog(globals);
   if (const auto rl_file = rl_document(o)) return run_rl(catalog, o, *rl_file);
   std::optional<config::JsonFile> trace_file;
-  if (!o.trace_file.empty()) trace_file = read_trace_document(o.trace_file);
+  bool chakra_trace = false;
+  if (!o.trace_file.empty()) trace_file = read_trace_document(o.trace_file, chakra_trace);
   const workload::Scenario s = load(o, catalog, trace_file);
-  if (trace_file && workload::is_chakra_trace(o.trace_file) && !trace_file->root.contains("tokens_per_step")) {
+  if (trace_file && chakra_trace && !trace_file->root.contains("tokens_per_step")) {
     // A Chakra trace from another tool carries no step totals: they are its scenario's.
     const workload::StepTotals totals = workload::step_totals(s);
     trace_file->root["tokens_per_step"] = totals.tokens;
@@ -263,7 +265,8 @@ int write_trace(const GlobalOptions& globals, const RunOptions& o) {
     if (!o.scenario_file.empty() || !o.sets.empty() || !o.fidelity.empty()) {
       throw InputError("--from converts a trace as it is: give no scenario, --set or --fidelity with it");
     }
-    config::JsonFile file = read_trace_document(o.from_file);
+    bool from_chakra = false;
+    config::JsonFile file = read_trace_document(o.from_file, from_chakra);
     if (!file.root.contains("tokens_per_step") || !file.root.contains("model_flops_per_step")) {
       throw InputError(o.from_file + ": the trace carries no tokens_per_step / model_flops_per_step (a Chakra trace from another tool): "
                        "replay it with fmsim run SCENARIO --trace, which takes them from the scenario");
