@@ -6,6 +6,7 @@
 // `a,b,c`, several bracket groups per name. Nodes are numbered in order of first appearance and must be the
 // cluster's node count. docs/formats.md, "Slurm topology.conf".
 #include <filesystem>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ SlurmTopology read_topology_conf(const std::filesystem::path& path, int cluster_
 
 /// Slurm hostlist expansion: "node[01-03,7]" -> node01 node02 node03 node7. Throws std::invalid_argument
 /// with the reason.
-std::vector<std::string> expand_hostlist(const std::string& hostlist);
+/// At most `max_hosts` names (std::invalid_argument past it, before they are all built).
+std::vector<std::string> expand_hostlist(const std::string& hostlist, std::size_t max_hosts = std::size_t{1} << 20);
 
 }  // namespace fmsim::cluster
