@@ -114,7 +114,7 @@ void Simulation::handle(const Event& e, double now) {
       result_.jobs[e.index].lost_s += s.progress.overhead_s();
       result_.lost_node_s += s.progress.overhead_s() * s.nodes.size();
       attribute(e.index, s.progress.split(s.remaining_s, now));
-      contention_dirty_ = contention_dirty_ || is_scenario(e.index);
+      neighbours_changed(e.index);
       release(s.nodes, now);
       release_quota(e.index, now);
       s.running = false;
@@ -166,6 +166,16 @@ void Simulation::release(const std::vector<int>& nodes, double now) {
   record_busy(now);
 }
 
+void Simulation::claim(int j, const std::vector<int>& nodes, double now) {
+  for (int n : nodes) {
+    node_[n] = j;
+    --group_free_[group_of(n)];
+  }
+  free_ -= static_cast<int>(nodes.size());
+  busy_ += static_cast<int>(nodes.size());
+  record_busy(now);
+}
+
 void Simulation::start(int j, double now, std::vector<int> nodes) {
   auto& s = state_[j];
   auto& outcome = result_.jobs[j];
@@ -174,21 +184,15 @@ void Simulation::start(int j, double now, std::vector<int> nodes) {
   const Placement placement = jobs_[j].topology == TopologyRequest::none ? options_.placement : Placement::topology;
   s.nodes = nodes.empty() ? place(jobs_[j].nodes, placement) : std::move(nodes);
   take_quota(j, now);
-  for (int n : s.nodes) {
-    node_[n] = j;
-    --group_free_[group_of(n)];
-  }
+  claim(j, s.nodes, now);
   const int held = static_cast<int>(s.nodes.size());  // fewer than asked for: an elastic job restarted as it was
-  free_ -= held;
-  busy_ += held;
-  record_busy(now);
   s.running = true;
   s.hung_since = -1;
   s.progress.begin(now, outcome.restarts > 0 ? options_.failures.restart_s : 0.0, static_cast<double>(held) / jobs_[j].nodes,
                    speed_on(s.nodes), 1.0);
   running_.insert(j);
   queue_.erase(j);
-  contention_dirty_ = contention_dirty_ || is_scenario(j);
+  neighbours_changed(j);
   if (jobs_[j].duration_s <= 0) {
     // A scenario job: its run time at the nodes it got (the same placement on restarts).
     const double d = options_.duration_at(j, s.nodes);
@@ -203,7 +207,7 @@ void Simulation::start(int j, double now, std::vector<int> nodes) {
     outcome.groups_spanned = static_cast<int>(spanned.size());
     outcome.min_groups = min_groups(jobs_[j].nodes);
   }
-  push(s.progress.time_for(s.remaining_s), EventKind::finish, j, s.run);
+  push_finish(j);
 }
 
 double Simulation::expected_end(int j) const {

@@ -134,7 +134,7 @@ void Simulation::interrupt(int j, double now) {
   result_.lost_node_s += (ran - split.time_s) * s.nodes.size();
   attribute(j, split);
   s.hung_since = -1;
-  contention_dirty_ = contention_dirty_ || is_scenario(j);
+  neighbours_changed(j);
   outcome.runs.push_back({s.progress.start_s(), now, s.nodes, true});
   ++outcome.restarts;
   release(s.nodes, now);

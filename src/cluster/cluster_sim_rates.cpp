@@ -47,7 +47,7 @@ void Simulation::retime(int j, double now, double contention) {
   if (!s.running || s.hung_since >= 0 || contention == s.progress.contention()) return;
   s.progress.set_rate(now, s.progress.share(), s.progress.speed(), contention);
   ++s.run;
-  push(s.progress.time_for(s.remaining_s), EventKind::finish, j, s.run);
+  push_finish(j);
 }
 
 void Simulation::rescale(int j, std::vector<int> nodes, double now) {
@@ -62,8 +62,8 @@ void Simulation::rescale(int j, std::vector<int> nodes, double now) {
   s.nodes = std::move(nodes);
   s.progress.begin(now, options_.failures.rescale_s, static_cast<double>(s.nodes.size()) / jobs_[j].nodes, speed_on(s.nodes), 1.0);
   ++s.run;
-  push(s.progress.time_for(s.remaining_s), EventKind::finish, j, s.run);
-  contention_dirty_ = contention_dirty_ || is_scenario(j);
+  push_finish(j);
+  neighbours_changed(j);
 }
 
 void Simulation::shrink(int j, int failed_node, double now) {
@@ -82,13 +82,7 @@ void Simulation::grow(double now) {
     const int take = std::min(missing, free_);
     if (options_.policy == Policy::kueue && !quotas_->allows(cq_of_[j], take * static_cast<double>(shape_.gpus_per_node))) continue;
     std::vector<int> more = place(take);
-    for (int n : more) {
-      node_[n] = j;
-      --group_free_[group_of(n)];
-    }
-    free_ -= take;
-    busy_ += take;
-    record_busy(now);
+    claim(j, more, now);
     take_quota_part(j, now, take * static_cast<double>(shape_.gpus_per_node));
     auto nodes = state_[j].nodes;
     nodes.insert(nodes.end(), more.begin(), more.end());

@@ -79,6 +79,8 @@ class Simulation {
 
   // ---- Contention between scenario jobs (SimOptions::contention_at) ----
   bool is_scenario(int j) const { return options_.contention_at && !jobs_[j].scenario.empty(); }
+  /// Job j started, ended or was resized: its neighbours' pace is due for another look.
+  void neighbours_changed(int j) { contention_dirty_ = contention_dirty_ || is_scenario(j); }
   /// After an instant in which a scenario job started, ended or was resized: the running scenario jobs
   /// whose nodes span more than one leaf switch are grouped by the leaf switches they share (a job under
   /// one switch sends nothing up its uplinks); each group of two or more gets its members' contention
@@ -125,6 +127,10 @@ class Simulation {
   void schedule_kueue(double now);
 
   void release(const std::vector<int>& nodes, double now);
+  /// The twin of release: job j holds `nodes` (free ones) from now on.
+  void claim(int j, const std::vector<int>& nodes, double now);
+  /// The event that ends job j's current run, at its current pace.
+  void push_finish(int j) { push(state_[j].progress.time_for(state_[j].remaining_s), EventKind::finish, j, state_[j].run); }
 
   /// Free nodes for a job of `count`, by the placement policy (free_ >= count).
   std::vector<int> place(int count, Placement placement) const {
