@@ -205,7 +205,7 @@ int run_training(const GlobalOptions& globals, const RunOptions& o) {
     }
   } else {
     if (s.fidelity == workload::Fidelity::full) {  // what every rank's trace will cost, said (or refused) first
-      training::check_full_step_fits(training::estimate_full_step(workload::build_trace(s, rank_gpu, false), s.parallelism.world()), s.file);
+      training::check_full_step_fits(training::estimate_full_step(s, rank_gpu), s.file);
     }
     trace = workload::build_trace(s, rank_gpu, s.fidelity == workload::Fidelity::full);
   }
@@ -290,8 +290,7 @@ int write_trace(const GlobalOptions& globals, const RunOptions& o) {
     auto cluster = topology::build_cluster_graph(s.cluster);
     auto rank_gpu = topology::place_ranks(cluster, s.parallelism.world(), s.placement, s.seed);
     if (s.fidelity == workload::Fidelity::full) {
-      auto cost = training::estimate_full_step(workload::build_trace(s, rank_gpu, false), s.parallelism.world(),
-                                               chakra ? training::kFullBytesPerTraceNode : training::kFullTraceJsonBytesPerNode);
+      auto cost = training::estimate_full_step(s, rank_gpu, chakra ? training::kFullBytesPerTraceNode : training::kFullTraceJsonBytesPerNode);
       cost.seconds = 0;  // written, not simulated
       training::check_full_step_fits(cost, s.file);
     }

@@ -37,7 +37,7 @@ workload::Trace trace_on_nodes(const std::filesystem::path& cluster_file, const 
     for (int local = 0; local < spec.gpus_per_node; ++local) rank_gpu.push_back(n * spec.gpus_per_node + local);
   }
   const bool full = all_ranks.value_or(s.fidelity == workload::Fidelity::full);
-  if (full) training::check_full_step_fits(training::estimate_full_step(workload::build_trace(s, rank_gpu, false), gpus), origin);
+  if (full) training::check_full_step_fits(training::estimate_full_step(s, rank_gpu), origin);
   return workload::build_trace(s, rank_gpu, full);
 }
 

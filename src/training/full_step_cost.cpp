@@ -6,6 +6,7 @@
 #include "fmsim/collectives/full_cost.hpp"
 #include "fmsim/common/error.hpp"
 #include "fmsim/units/format.hpp"
+#include "fmsim/workload/trace_builder.hpp"
 
 namespace fmsim::training {
 
@@ -17,9 +18,10 @@ FullStepCost full_step_cost(double trace_nodes, double bytes_per_node) {
   return cost;
 }
 
-FullStepCost estimate_full_step(const workload::Trace& symmetric, int world, double bytes_per_node) {
+FullStepCost estimate_full_step(const workload::Scenario& scenario, const std::vector<int>& rank_gpu, double bytes_per_node) {
+  const workload::Trace symmetric = workload::build_trace(scenario, rank_gpu, false);
   const double ranks = symmetric.ranks.empty() ? 1.0 : static_cast<double>(symmetric.ranks.size());
-  return full_step_cost(static_cast<double>(symmetric.nodes.size()) * world / ranks, bytes_per_node);
+  return full_step_cost(static_cast<double>(symmetric.nodes.size()) * scenario.parallelism.world() / ranks, bytes_per_node);
 }
 
 void check_full_step_fits(const FullStepCost& cost, const std::string& what) {

@@ -6,7 +6,9 @@
 // at a global batch of 512 is 51.7 million trace nodes at 256 GPUs and at 1,024 alike.
 #include <string>
 
-#include "fmsim/workload/trace.hpp"
+#include <vector>
+
+#include "fmsim/workload/scenario.hpp"
 
 namespace fmsim::training {
 
@@ -28,9 +30,10 @@ struct FullStepCost {
   double seconds = 0;
 };
 
-/// The full trace's size from the symmetric one of the same step (each of its ranks stands for
-/// world / ranks ranks that do the same work).
-FullStepCost estimate_full_step(const workload::Trace& symmetric, int world, double bytes_per_node = kFullBytesPerTraceNode);
+/// The full trace's size for `scenario` on `rank_gpu`, from the symmetric trace of the same step, built
+/// here (each of its ranks stands for world / ranks ranks that do the same work).
+FullStepCost estimate_full_step(const workload::Scenario& scenario, const std::vector<int>& rank_gpu,
+                                double bytes_per_node = kFullBytesPerTraceNode);
 /// The same for a trace of every rank with `trace_nodes` nodes.
 FullStepCost full_step_cost(double trace_nodes, double bytes_per_node = kFullBytesPerTraceNode);
 
