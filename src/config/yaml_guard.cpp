@@ -1,5 +1,6 @@
-// The ',' guard in front of yaml-cpp 0.7 (yaml_guard.hpp). One pass over the text, line by line, with the
-// state YAML carries across lines: the open quote, the depth of [ and {, and a block scalar's indentation.
+// The guard in front of yaml-cpp 0.7 (yaml_guard.hpp). One pass over the text, line by line, with the state
+// YAML carries across lines: the open quote, the depth of [ and {, a block or plain scalar that goes on, and
+// whether the document's top level already holds a value.
 #include "fmsim/config/yaml_guard.hpp"
 
 #include <cstddef>
@@ -30,7 +31,6 @@ struct ScanState {
   bool root_value = false; ///< the document's top level already holds a scalar or flow value (not a key)
 };
 
-/// Reads one line; returns the column of a misplaced ',' (or of what follows a closed value) or npos.
 enum class Misplaced { none, comma, after_value, explicit_key, continuation, second_root };
 
 struct Finding {
@@ -38,6 +38,7 @@ struct Finding {
   Misplaced what = Misplaced::none;
 };
 
+/// Reads one line; returns what it found misplaced and where, or Misplaced::none.
 Finding scan_line(const std::string& line, ScanState& s) {
   std::size_t indent = 0;
   while (indent < line.size() && line[indent] == ' ') ++indent;
@@ -74,7 +75,7 @@ Finding scan_line(const std::string& line, ScanState& s) {
       return {0, Misplaced::second_root};
     }
   }
-  bool token_start = true, in_plain = false, commented = false;
+  bool in_plain = false, commented = false;
   bool value_started = false;  // a scalar, flow collection or alias began on this line
   bool closed = false;      // a quoted value, [...], {...} or an alias just ended at depth 0
   int owner = -1;           // the column of the key (before ": ") or entry ("- ") that owns what follows
@@ -85,7 +86,7 @@ Finding scan_line(const std::string& line, ScanState& s) {
     if (s.quote) {
       if (s.quote == '"' && c == '\\') ++k;  // an escape: the next character is taken as it is
       else if (s.quote == '\'' && c == '\'' && k + 1 < line.size() && line[k + 1] == '\'') ++k;  // '' in '...'
-      else if (c == s.quote) s.quote = 0, token_start = true, closed = s.depth == 0;
+      else if (c == s.quote) s.quote = 0, closed = s.depth == 0;
       continue;
     }
     if (blank(c)) continue;
@@ -99,7 +100,7 @@ Finding scan_line(const std::string& line, ScanState& s) {
       if ((c == '"' || c == '\'') && starts) s.quote = c;
       else if (c == '[' || c == '{') ++s.depth;
       else if (c == ']' || c == '}') {
-        if (--s.depth == 0) token_start = true, in_plain = false, closed = true;
+        if (--s.depth == 0) in_plain = false, closed = true;
       }
       continue;
     }
@@ -110,13 +111,10 @@ Finding scan_line(const std::string& line, ScanState& s) {
       continue;
     }
     if (in_plain) {  // a plain scalar runs to ": " or " #"
-      if (c == ':' && next_blank) in_plain = false, token_start = true, owner = token_col;
+      if (c == ':' && next_blank) in_plain = false, owner = token_col;
       continue;
     }
-    if (!token_start) {
-      in_plain = true;
-      continue;
-    }
+    // Here a token starts.
     if (c == ',') return {k, Misplaced::comma};
     token_col = static_cast<int>(k);
     if (c == '"' || c == '\'') {
@@ -145,7 +143,6 @@ Finding scan_line(const std::string& line, ScanState& s) {
       // unbalanced: yaml-cpp reports it
     } else {
       in_plain = true;
-      token_start = false;
       value_started = true;
     }
   }
