@@ -24,6 +24,16 @@ How the rows are configured (the engine as the benchmark ran it, not fitted):
   approximated as lognormal (sigma 0.8, capped at 1,024): output mean 290 tokens (the offline row's
   tokens/s over samples/s), input mean 300 tokens (an estimate: the dataset's prompt statistics are not
   in the calibration set; a larger mean would need more FLOPs than the H100s' measured GEMM peak allows).
+- SGLang's large-scale expert parallelism for DeepSeek-V3 on H100 over InfiniBand (LMSYS blog 2025-05-05,
+  inf-sglang-deepseek-v3-h100-*): one replica spanning the nodes measured, FP8, attention data-parallel
+  on every rank, experts over all ranks with 32 redundant experts (the blog's EPLB example: 288 experts,
+  which EP 72 needs), two-batch overlap, DeepEP (domain-aware dispatch, FP8 dispatch and BF16 combine).
+  Each published row is one iteration at its batch (`fmsim serve --iteration`): prefill 16,384 prompt
+  tokens per GPU (the blog's profile batch) of 1K, 2K or 4K prompts; decode 256 sequences per GPU at
+  2,000 tokens of KV. The measured prefill rows ran with SGLang's default expert placement, which the
+  blog puts 15-18 % below a perfectly balanced one (50,302 vs 59,337 tokens/s per node at 4K); fmsim's
+  routing is balanced. The simulated-MTP and DeepSeek-profile rows are other systems or emulations and
+  are not run.
 - Azure ND GB200 v6 (TensorRT-LLM, FP8, 1,000 requests): Llama-3.1-8B TP1 and Llama-3-70B TP4 on GB200,
   same engine settings as the perf-overview rows; the table does not say whether its "throughput" is
   output or total tokens: compared as output tokens/s, in a group of its own (not in the targets).
@@ -246,15 +256,47 @@ NOT_EXPRESSIBLE = {
     "inf-dynamo-efa-kv-transfer-ttft": "prose approximations (TTFT ~1 s on EFA, ~98 s on a TCP fallback, UCX on EFA "
                                        "~1-3 GB/s): no request count, rate or layout to replay, and the TCP/UCX "
                                        "fallback transports are not modelled",
-    "inf-sglang-deepseek-v3-h100-prefill-4node": "a prefill replica of DeepSeek-V3 spanning 4 nodes (EP 32 with DP "
-                                                 "attention over InfiniBand, DeepEP, two-batch overlap): fmsim's "
-                                                 "replicas keep TP/EP inside one NVLink domain (8 H100)",
-    "inf-sglang-deepseek-v3-h100-decode-9node": "a decode replica spanning 9 nodes (EP 72, DeepEP low-latency "
-                                                "all-to-all, two-batch overlap): fmsim's replicas keep TP/EP inside "
-                                                "one NVLink domain (8 H100)",
 }
 
+
+def sglang_wide_ep_rows(case, temp_dir):
+    """("iteration", label, measured tokens/s per node, scenario, --iteration batch) per published row."""
+    m = case["measured"]
+    prefill = "prefill" in case["id"]
+    nodes = case["setup"]["prefill_nodes"] if prefill else 9
+    gpus = 8 * nodes
+    serving = {"precision": "fp8", "tensor_parallel_size": gpus, "enable_expert_parallel": True, "data_parallel_attention": True,
+               "num_redundant_experts": 32, "two_batch_overlap": True, "cuda_graph_batch_sizes": [],
+               "max_num_seqs": 256 * gpus, "max_num_batched_tokens": (16384 if prefill else 256) * gpus}
+    scenario = {"name": case["id"], "gpu": "H100", "cluster": {"base": os.path.join(TOPOLOGIES, GPUS["H100"][0]), "nodes": nodes},
+                "model": "deepseek-v3", "serving": serving,
+                "workload": {"arrival": "offline", "requests": 1, "input_tokens": 8, "output_tokens": 8}}
+    if prefill:
+        for label, prompt in (("1K", 1024), ("2K", 2048), ("4K", 4096)):
+            yield ("iteration", f"prefill {label} prompts, 16384 tokens/GPU", m["prefill_tokens_per_s_per_node"][label], scenario,
+                   f"prefill:{16384 * gpus}@{prompt}")
+    else:
+        row = [r for r in m["rows"] if r["config"] == "SGLang default"][0]
+        yield ("iteration", f"decode {row['batch_per_device']} seqs/GPU at {row['kv_len']} KV", row["tokens_per_s_per_node"], scenario,
+               f"decode:{row['batch_per_device'] * gpus}@{row['kv_len']}")
+
+
+def run_iteration(fmsim, scenario, probe):
+    scenario = {k: v for k, v in scenario.items() if k != "gpu"}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(scenario, f)
+        path = f.name
+    try:
+        proc = subprocess.run([fmsim, "serve", path, "--iteration", probe, "--json", "-"], capture_output=True, text=True)
+    finally:
+        os.unlink(path)
+    if proc.returncode != 0:
+        return None, proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
+    return json.loads(proc.stdout)["iterations"][0], None
+
 OFFLINE_BUILDERS = {"inf-mlperf41-llama2-70b-h100x8-offline-99.9": mlperf_offline_rows,
+                    "inf-sglang-deepseek-v3-h100-prefill-4node": sglang_wide_ep_rows,
+                    "inf-sglang-deepseek-v3-h100-decode-9node": sglang_wide_ep_rows,
                     "inf-azure-nd-gb200-v6-trtllm": azure_rows}
 
 
@@ -311,7 +353,7 @@ def pct(x):
 
 def main():
     args, measurements = arguments(__doc__)
-    offline_rows, server_rows, not_run = [], [], []
+    offline_rows, server_rows, iteration_rows, not_run = [], [], [], []
     with tempfile.TemporaryDirectory() as temp_dir:
         for case in measurements:
             if case.get("category") != "inference":
@@ -355,6 +397,19 @@ def main():
                     server_rows.append({"case": cid, "gpu": gpu, "metric": "output tokens/s (fmsim: drain included)", "rate_per_s": rate,
                                         "measured_s": m["completed_tokens_per_s"], "fmsim_s": doc["output_tokens_per_s"],
                                         "error": doc["output_tokens_per_s"] / m["completed_tokens_per_s"] - 1})
+                continue
+            if rows and rows[0][0] == "iteration":
+                for _, label, measured, scenario, probe in rows:
+                    it, error = run_iteration(args.fmsim, scenario, probe)
+                    if it is None:
+                        not_run.append({"case": cid, "rows": [label], "error": error, "reason": f"fmsim refused it: {error}"})
+                        continue
+                    predicted = it["tokens_per_s_per_gpu"] * 8
+                    parts = it["parts_s"]
+                    iteration_rows.append({"case": cid, "row": label, "gpus": scenario["serving"]["tensor_parallel_size"],
+                                           "measured_tokens_per_s_per_node": measured, "fmsim_tokens_per_s_per_node": predicted,
+                                           "iteration_s": it["iteration_s"], "communication_s": parts["communication"],
+                                           "error": predicted / measured - 1})
                 continue
             for label, measured, scenario, hf in rows:
                 gpu = scenario["gpu"]
@@ -401,6 +456,7 @@ def main():
         add_group(f"server {metric} (target within 15 %)", [r for r in latency if r["metric"] == metric],
                   label=lambda r: f"{r['case']} {r['metric']}")
     add_group("server latency, all", latency, label=lambda r: f"{r['case']} {r['metric']}")
+    add_group("wide EP, DeepSeek-V3 on H100 (one iteration; not in the targets)", iteration_rows)
 
     lines = ["### Groups", "", "| group | n | mean abs. error | signed mean | worst (row) |", "|---|---|---|---|---|"]
     for g in groups:
@@ -414,6 +470,13 @@ def main():
         unit = (lambda v: f"{1000 * v:.0f} ms") if r["metric"].startswith(("TTFT", "TPOT")) else (lambda v: f"{v:.0f}")
         lines.append(f"| {r['case']} | 8 x {r['gpu']} | {r['rate_per_s']:g}/s | {r['metric']} | {unit(r['measured_s'])} | "
                      f"{unit(r['fmsim_s'])} | {pct(r['error'])} |")
+    lines += ["", "### Wide expert parallelism (SGLang, DeepSeek-V3, H100 over InfiniBand; one iteration at the published batch)", "",
+              "| case | row | GPUs | measured tok/s per node | fmsim tok/s per node | fmsim iteration | exposed all-to-all | error |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in iteration_rows:
+        lines.append(f"| {r['case']} | {r['row']} | {r['gpus']} | {r['measured_tokens_per_s_per_node']:.0f} | "
+                     f"{r['fmsim_tokens_per_s_per_node']:.0f} | {1000 * r['iteration_s']:.1f} ms | {1000 * r['communication_s']:.1f} ms | "
+                     f"{pct(r['error'])} |")
     lines += ["", "### Offline throughput rows", "",
               "| case | row | model | GPU | class | layout | measured out tok/s | fmsim out tok/s | error |",
               "|---|---|---|---|---|---|---|---|---|"]
@@ -431,7 +494,8 @@ def main():
             f.write(text + "\n")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"groups": groups, "offline": offline_rows, "server": server_rows, "not_run": not_run}, f, indent=1)
+            json.dump({"groups": groups, "offline": offline_rows, "server": server_rows, "iteration": iteration_rows, "not_run": not_run}, f,
+                      indent=1)
 
 
 if __name__ == "__main__":

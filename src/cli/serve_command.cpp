@@ -1,6 +1,8 @@
 // fmsim serve SCENARIO.json [--set path=value ...] [--json FILE|-] [--timeline FILE] [--sweep-rate] [--allow-oom]
+//                          [--iteration decode:SEQS@CONTEXT|prefill:TOKENS@PROMPT ...]
 // Simulates an LLM serving deployment: throughput, TTFT/TPOT/end-to-end percentiles, SLO goodput, KV
-// cache use, preemptions and cost; with --sweep-rate, the highest arrival rate within the SLOs.
+// cache use, preemptions and cost; with --sweep-rate, the highest arrival rate within the SLOs; with
+// --iteration, only the named batches' iterations (no workload).
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +11,7 @@
 #include "fmsim/cli/commands.hpp"
 #include "fmsim/cli/output_file.hpp"
 #include "fmsim/common/error.hpp"
+#include "fmsim/inference/iteration_probe.hpp"
 #include "fmsim/inference/rate_sweep.hpp"
 #include "fmsim/inference/serve_report.hpp"
 #include "fmsim/report/prometheus_export.hpp"
@@ -21,7 +24,7 @@ namespace {
 
 struct ServeOptions {
   std::string scenario_file, json_file, timeline_file, prometheus_file;
-  std::vector<std::string> sets;
+  std::vector<std::string> sets, iterations;
   bool sweep_rate = false, allow_oom = false;
   MetricsCli metrics;
 };
@@ -46,6 +49,21 @@ int report_oom(const inference::ServeScenario& scenario, const inference::Replic
   return 0;
 }
 
+// --iteration: the named batches' iterations on each pool, without a workload.
+int run_iteration_probes(const inference::ServingPlan& plan, const ServeOptions& o) {
+  if (o.sweep_rate || !o.timeline_file.empty() || !o.prometheus_file.empty() || !o.metrics.file.empty()) {
+    throw InputError("--iteration prices single iterations without running the workload: it takes no --sweep-rate, --timeline, "
+                     "--prometheus or --metrics");
+  }
+  std::vector<inference::IterationProbe> probes;
+  for (const auto& text : o.iterations) probes.push_back(inference::parse_iteration_probe(text, "--iteration"));
+  const auto results = inference::run_iteration_probes(plan, probes);
+  if (results.empty()) throw InputError("--iteration: no pool of " + plan.scenario().file + " runs these batches (a prefill pool decodes nothing)");
+  if (o.json_file != "-") write_output("-", inference::probes_text(plan, results));
+  if (!o.json_file.empty()) write_output(o.json_file, inference::probes_json(plan, results).dump(2) + "\n");
+  return 0;
+}
+
 int run_serve(const GlobalOptions& globals, const ServeOptions& o) {
   const report::MetricsOptions metrics_opts = metrics_options(o.metrics);
   auto catalog = load_catalog(globals);
@@ -58,6 +76,7 @@ int run_serve(const GlobalOptions& globals, const ServeOptions& o) {
     return report_oom(scenario, error, o);
   }
   const inference::ServingPlan& plan = *built;
+  if (!o.iterations.empty()) return run_iteration_probes(plan, o);
   const auto requests = inference::make_requests(scenario.workload);
   spdlog::info("{}: {} requests on {} replicas", scenario.name, requests.size(), plan.replicas().size());
   const inference::ServeOutcome outcome = inference::simulate_serving(plan, requests, !o.timeline_file.empty() || !o.metrics.file.empty());
@@ -99,6 +118,9 @@ void register_serve(CLI::App& app, const GlobalOptions& globals, Action& action)
   sub->add_flag("--sweep-rate", o->sweep_rate, "also find the highest Poisson arrival rate that meets the scenario's SLOs");
   sub->add_flag("--allow-oom", o->allow_oom,
                 "when a replica does not fit in GPU memory, write a result with \"oom\": true and the reason instead of failing");
+  sub->add_option("--iteration", o->iterations,
+                  "price one iteration of a batch instead of running the workload: decode:SEQS@CONTEXT or prefill:TOKENS@PROMPT "
+                  "(per replica; repeatable)");
   add_metrics_options(sub, o->metrics);
   sub->callback([&globals, o, &action] { action = [&globals, o] { return run_serve(globals, *o); }; });
 }

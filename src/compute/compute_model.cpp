@@ -36,7 +36,15 @@ double ComputeModel::peak_flops(MathPrecision precision) const {
 }
 
 double ComputeModel::gemm_s(const GemmShape& shape, MathPrecision precision, int sms_taken, bool split_accumulator) const {
-  if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0) return 0.0;
+  return gemm_time_s(1.0, shape, precision, sms_taken, split_accumulator);
+}
+
+double ComputeModel::grouped_gemm_s(double groups, const GemmShape& shape, MathPrecision precision) const {
+  return gemm_time_s(groups, shape, precision, 0, false);
+}
+
+double ComputeModel::gemm_time_s(double groups, const GemmShape& shape, MathPrecision precision, int sms_taken, bool split_accumulator) const {
+  if (groups <= 0 || shape.m <= 0 || shape.n <= 0 || shape.k <= 0) return 0.0;
   const int sms = std::max(1, gpu_.sm_count - sms_taken);
   // Output tiles a CUTLASS/cuBLAS kernel may use; the library picks the fastest (wave quantization).
   // Hopper's warp-specialized kernels compute 128-row tiles (two consumer warpgroups of 64 rows) once the
@@ -53,14 +61,14 @@ double ComputeModel::gemm_s(const GemmShape& shape, MathPrecision precision, int
   double best = INFINITY;
   for (int t = 0; t < tile_options; ++t) {
     const auto& tile = kTiles[t];
-    const double tiles = std::ceil(shape.m / tile[0]) * std::ceil(shape.n / tile[1]);
+    const double tiles = std::ceil(groups * std::ceil(shape.m / tile[0]) * std::ceil(shape.n / tile[1]));
     const double waves = std::ceil(tiles / sms);
     // Each wave runs full tiles: the padded work of one tile per SM.
     const double tile_flops = 2.0 * tile[0] * tile[1] * shape.k;
     best = std::min(best, waves * tile_flops / per_sm_flops);
   }
   const double element_bytes = operand_bytes(precision);
-  const double bytes = (shape.m * shape.k + shape.k * shape.n) * element_bytes + shape.m * shape.n * 2.0;
+  const double bytes = groups * ((shape.m * shape.k + shape.k * shape.n) * element_bytes + shape.m * shape.n * 2.0);
   const double memory = bytes / (gpu_.hbm_bandwidth_Bps * gpu_.hbm_achievable_fraction);
   return std::max(best, memory) + kGemmFixedOverhead_s;
 }

@@ -13,6 +13,7 @@
 #include "fmsim/inference/serving_constants.hpp"
 #include "fmsim/units/format.hpp"
 #include "fmsim/workload/model.hpp"
+#include "fmsim/workload/moe_routing.hpp"
 
 namespace fmsim::inference {
 namespace {
@@ -47,6 +48,7 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   if (pool.tp > 1) {
     tp_layout_ = collectives::make_layout(cluster, tp_gpus);
     has_tp_layout_ = true;
+    if (pool.expert_parallel) ep_send_share_ = workload::domain_send_share(m.moe, static_cast<int>(tp_layout_.island_ranks.size()));
   }
   if (stage_hop_gpu >= 0) {
     const bool same_domain = cluster.domain_of_node(cluster.node_of_gpu(tp_gpus.front())) ==
@@ -55,6 +57,9 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
     stage_hop_latency_s_ = same_domain ? scenario.cluster.nvlink.message_latency_s : scenario.cluster.network.message_latency_s;
   }
 
+  // Heads each rank computes: a TP share, or all of them for its own sequences with DP attention (the
+  // batch's attention work then splits over the ranks instead, breakdown()).
+  const double head_split = pool.dp_attention ? 1.0 : tp;
   // KV cache per token. GQA: K and V of the KV heads this rank holds (replicated when TP exceeds them).
   // MLA: the compressed latent plus the rotary key, which every TP rank keeps whole.
   const double kv_element = scenario.kv_bytes_per_element;
@@ -62,11 +67,11 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   if (m.mla) {
     per_layer_unique = (m.mla_shape.kv_lora_rank + m.mla_shape.qk_rope_head_dim) * kv_element;
     per_layer_gpu = per_layer_unique;
-    attention_width_per_gpu_ = m.heads * (m.mla_shape.qk_nope_head_dim + m.mla_shape.qk_rope_head_dim + m.mla_shape.v_head_dim) / tp;
+    attention_width_per_gpu_ = m.heads * (m.mla_shape.qk_nope_head_dim + m.mla_shape.qk_rope_head_dim + m.mla_shape.v_head_dim) / head_split;
   } else {
     per_layer_unique = 2.0 * m.kv_heads * m.head_dim * kv_element;
     per_layer_gpu = pool.dp_attention ? per_layer_unique : 2.0 * std::max(1.0, m.kv_heads / tp) * m.head_dim * kv_element;
-    attention_width_per_gpu_ = m.heads * 2.0 * m.head_dim / tp;
+    attention_width_per_gpu_ = m.heads * 2.0 * m.head_dim / head_split;
   }
   kv_bytes_per_token_layer_gpu_ = per_layer_gpu;
   kv_transfer_bytes_per_token_ = per_layer_unique * m.layers;
@@ -76,8 +81,10 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   const double weight_bytes = compute::operand_bytes(math_);
   const int moe_layers = moe_stage_layers_, dense_layers = stage_layers_ - moe_stage_layers_;
   const double attention_params = pool.dp_attention ? counts.attention_per_layer : counts.attention_per_layer / tp;
+  // With the load balancer's redundant experts each rank holds (experts + redundant) / TP of them.
+  const double redundant_params = m.is_moe() ? counts.expert_per_moe_layer * pool.redundant_experts / m.moe.experts : 0.0;
   const double layer_params = stage_layers_ * attention_params + dense_layers * counts.dense_mlp_per_layer / tp +
-                              moe_layers * counts.moe_mlp_per_layer / tp;
+                              moe_layers * (counts.moe_mlp_per_layer + redundant_params) / tp;
   const double vocab_params = pool.pp == 1 ? (counts.embedding + counts.output) / tp : std::max(counts.embedding, counts.output) / tp;
   memory_.weight_bytes_per_gpu = layer_params * weight_bytes + vocab_params * kActivationBytes;
 
@@ -126,8 +133,12 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   const double t_max = pool.engine.max_num_batched_tokens;
   const double mlp_width = m.is_moe() ? std::max<double>(m.ffn, static_cast<double>(m.moe.expert_ffn) * m.moe.experts_per_token)
                                       : static_cast<double>(m.ffn);
-  const double per_token = 3.0 * m.hidden + (m.q_dim() + 2.0 * m.kv_dim()) / tp + 3.0 * mlp_width / tp;
-  memory_.activation_bytes_per_gpu = t_max * per_token * kActivationBytes +
+  // With DP attention a rank holds only its own share of the batch (t / TP tokens, whole attention
+  // widths, its routed rows) and samples its own sequences over the whole vocabulary.
+  const double rank_tokens = pool.dp_attention ? t_max / tp : t_max;
+  const double per_token = pool.dp_attention ? 3.0 * m.hidden + m.q_dim() + 2.0 * m.kv_dim() + 3.0 * mlp_width
+                                             : 3.0 * m.hidden + (m.q_dim() + 2.0 * m.kv_dim()) / tp + 3.0 * mlp_width / tp;
+  memory_.activation_bytes_per_gpu = rank_tokens * per_token * kActivationBytes +
                                      pool.engine.max_num_seqs * static_cast<double>(m.vocab) / tp * kLogitBytes;
   memory_.reserve_bytes_per_gpu = kRuntimeReserve_bytes;
   const double usable = pool.engine.kv_free_memory_fraction > 0 ? scenario.cluster.gpu.hbm_bytes
@@ -165,6 +176,7 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
                                       spec_k_ > 0 ? cuda_graph_batch(pool.engine, pool.engine.max_num_batched_tokens) : 0);
   const std::size_t table = static_cast<std::size_t>(std::max(pool.engine.max_num_batched_tokens, largest_padded)) + 1;
   by_tokens_.resize(table);
+  split_by_tokens_.resize(table);
   known_.assign(table, 0);
   if (spec_k_ > 0) draft_by_rows_.assign(2 * table, -1.0);
 
@@ -198,6 +210,43 @@ double ReplicaModel::stage_linear(int tokens, IterationBreakdown& out) const {
   return linear_costs(scenario_.model, stage_layers_, moe_stage_layers_, tokens, out);
 }
 
+const MoeLayerSplit& ReplicaModel::moe_split(int tokens) const {
+  per_token_count(tokens);
+  return split_by_tokens_[static_cast<std::size_t>(std::clamp(tokens, 0, static_cast<int>(split_by_tokens_.size()) - 1))];
+}
+
+void ReplicaModel::overlap_two_batches(IterationBreakdown& parts, int padded, double attention_per_layer_s, bool prefill) const {
+  // SGLang's operations with yield points (LMSYS large-scale EP blog, 2025-05-05): each micro-batch runs
+  // [attention] yield [dispatch, experts] yield [combine]; on the compute stream A's and B's pieces
+  // alternate and each waits for its own all-to-all, which runs on the communication stream beside the
+  // other micro-batch's piece: B's attention beside A's dispatch, A's experts beside B's dispatch, B's
+  // experts beside A's combine, A's next attention beside B's combine. A MoE layer costs the sum over
+  // the four pairs of the longer of the two. Prefill iterations use DeepEP's normal kernels, which hold
+  // kDeepepNormalKernelSms SMs while they run: a compute piece slows by that share while it overlaps.
+  const MoeLayerSplit& first = moe_split((padded + 1) / 2);
+  const MoeLayerSplit& second = moe_split(padded / 2);
+  const double a = (first.attention_side_s + second.attention_side_s + attention_per_layer_s) / 2;
+  const double e = (first.expert_side_s + second.expert_side_s) / 2;
+  const double d = (first.dispatch_s + second.dispatch_s) / 2, c = (first.combine_s + second.combine_s) / 2;
+  const double sms = scenario_.cluster.gpu.sm_count;
+  const double slow = prefill ? sms / (sms - kDeepepNormalKernelSms) - 1.0 : 0.0;
+  double slowed = 0, layer = 0;
+  for (const auto& [x, y] : {std::pair{a, d}, std::pair{e, d}, std::pair{e, c}, std::pair{a, c}}) {
+    const double extra = std::min(x, y) * slow;
+    slowed += extra;
+    layer += std::max(x + extra, y);
+  }
+  const double layers = moe_stage_layers_;
+  const double compute = parts.gemm_s + parts.attention_s + parts.memory_ops_s;
+  // Layers without experts keep their own collectives exposed (none with DP attention).
+  const double other_communication = std::max(0.0, parts.communication_s - layers * 2 * (d + c));
+  const double scale = compute > 0 ? 1.0 + layers * slowed / compute : 1.0;
+  parts.gemm_s *= scale;
+  parts.attention_s *= scale;
+  parts.memory_ops_s *= scale;
+  parts.communication_s = other_communication + layers * (layer - 2 * (a + e) - slowed);
+}
+
 double ReplicaModel::draft_pass_s(int rows) const {
   // Two memoized values per row count: [2 r] the layers and fc alone (the proposer's prefill), [2 r + 1]
   // a whole draft pass (plus the LM head and the greedy pick over the vocabulary slice).
@@ -218,9 +267,9 @@ double ReplicaModel::draft_pass_s(int rows) const {
   return draft_by_rows_[index + 1];
 }
 
-double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int moe_layers_here, int tokens, IterationBreakdown& out) const {
+double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int moe_layers_here, int tokens, IterationBreakdown& out,
+                                  MoeLayerSplit* split) const {
   const double tp = pool_.tp, t = tokens;
-  const double overhead = compute::kGemmFixedOverhead_s;
   // FP4 GEMMs in a model's step run below the single-GEMM rate (compute::kFp4ModelGemmRate).
   auto gemm = [&](double rows, double k, double n) { return compute_.gemm_s({rows, n, k}, math_) / compute::model_gemm_rate(math_); };
   // Attention projections: sharded over TP, or whole on each rank for its own sequences (DP attention).
@@ -244,39 +293,59 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
   double moe_mlp = 0;
   if (m.is_moe()) {
     // Routed experts: each GPU holds experts / TP of them (whole with EP, or every expert's 1/TP slice
-    // without); an expert is active when at least one token picks it; one grouped GEMM per matrix.
-    const double experts = m.moe.experts, k = m.moe.experts_per_token;
+    // without); an expert is active when at least one token picks it; one grouped GEMM per matrix, whose
+    // active experts' tiles share the SMs' waves (the engines' fused MoE kernels: one launch for all
+    // experts, not one GEMM per expert). Each active expert gets the mean row count.
+    // With redundant experts (EPLB) the tokens of a logical expert split evenly over its copies.
+    const double experts = m.moe.experts + pool_.redundant_experts, k = m.moe.experts_per_token;
     const double active_fraction = 1.0 - std::pow(1.0 - k / experts, t);
     const double local = pool_.expert_parallel ? experts / tp : experts;
     const double width = pool_.expert_parallel ? m.moe.expert_ffn : m.moe.expert_ffn / tp;
     const double rows = t * k / (experts * active_fraction);
     const double active = local * active_fraction;
-    moe_mlp = active * (gemm(rows, m.hidden, gate * width) + gemm(rows, width, m.hidden) - 2 * overhead) + 2 * overhead;
-    moe_mlp += gemm(t, m.hidden, experts);  // router
+    auto grouped = [&](double k_dim, double n_dim) { return compute_.grouped_gemm_s(active, {rows, n_dim, k_dim}, math_) / compute::model_gemm_rate(math_); };
+    moe_mlp = grouped(m.hidden, gate * width) + grouped(width, m.hidden);
+    moe_mlp += gemm(t, m.hidden, m.moe.experts);  // router
     if (m.moe.shared_ffn > 0) moe_mlp += gemm(t, m.hidden, gate * m.moe.shared_ffn / tp) + gemm(t, m.moe.shared_ffn / tp, m.hidden);
   }
   const int moe_layers = moe_layers_here, dense_layers = layers - moe_layers_here;
   out.gemm_s += layers * attention_gemms + dense_layers * dense_mlp + moe_layers * moe_mlp;
-  // Two fused norm + residual kernels and one activation kernel per layer, HBM-bound.
+  // Two fused norm + residual kernels and one activation kernel per layer, HBM-bound. With DP attention a
+  // rank holds only its own sequences' hidden states (t / TP rows).
   const double mlp_width = m.is_moe() ? m.moe.expert_ffn * m.moe.experts_per_token / tp : m.ffn / tp;
-  out.memory_ops_s += layers * (2 * compute_.memory_s(3.0 * t * m.hidden * kActivationBytes) +
-                                       compute_.memory_s(1.5 * gate * t * mlp_width * kActivationBytes));
+  const double norms = 2 * compute_.memory_s(3.0 * attn_rows * m.hidden * kActivationBytes);
+  const double activation = compute_.memory_s(1.5 * gate * t * mlp_width * kActivationBytes);
+  out.memory_ops_s += layers * (norms + activation);
   // MoE: the tokens' hidden states are permuted into expert order before the grouped GEMMs and
   // un-permuted and weighted back after (each pass reads and writes t x k rows; TensorRT-LLM's
   // moePermute / finalizeMoeRouting, vLLM's moe_align + moe_sum kernels), HBM-bound.
+  double permutation = 0;
   if (m.is_moe()) {
     const double routed_rows = (pool_.dp_attention ? std::ceil(t / tp) : t) * m.moe.experts_per_token;
-    out.memory_ops_s += moe_layers_here * 2 * compute_.memory_s(2.0 * routed_rows * m.hidden * kActivationBytes);
+    permutation = 2 * compute_.memory_s(2.0 * routed_rows * m.hidden * kActivationBytes);
+    out.memory_ops_s += moe_layers_here * permutation;
   }
   // TP: an all-reduce after attention (unless DP attention) and after the MLP; EP: dispatch and combine.
   const double hidden_bytes = t * m.hidden * kActivationBytes;
   const double attention_comm = pool_.dp_attention ? 0.0 : allreduce_s(hidden_bytes);
   const double dense_comm = allreduce_s(hidden_bytes);
   // EP dispatch and combine: each rank sends its own share of the batch (t / TP tokens, k copies each),
-  // not the replica's whole batch (the all-to-all's size is the bytes one rank sends).
-  const double rank_share_bytes = std::ceil(t / tp) * m.hidden * kActivationBytes;
-  const double moe_comm = pool_.expert_parallel ? 2.0 * alltoall_s(rank_share_bytes * m.moe.experts_per_token) : dense_comm;
+  // not the replica's whole batch (the all-to-all's size is the bytes one rank sends). The dispatch
+  // carries the tokens already quantized to the expert GEMMs' input precision (DeepEP's FP8 dispatch,
+  // TensorRT-LLM's NVFP4 all-to-all); the combine returns BF16 (DeepEP README: "FP8 dispatching and
+  // BF16 combining").
+  // Across NVLink domains the dispatcher sends a token once to each domain holding one of its experts
+  // and fans it out there (DeepEP's internode kernels), the combine sums within the domain before
+  // returning: both carry domain_send_share of the one-copy-per-expert bytes (the all-to-all is priced
+  // whole at that share, being bound by the cross-domain links, as in training).
+  const double rank_share_rows = std::ceil(t / tp) * m.moe.experts_per_token * ep_send_share_;
+  const double dispatch_bytes = rank_share_rows * m.hidden * compute::operand_bytes(math_);
+  const double combine_bytes = rank_share_rows * m.hidden * kActivationBytes;
+  const double dispatch = pool_.expert_parallel ? alltoall_s(dispatch_bytes) : 0.0;
+  const double combine = pool_.expert_parallel ? alltoall_s(combine_bytes) : 0.0;
+  const double moe_comm = pool_.expert_parallel ? dispatch + combine : dense_comm;
   out.communication_s += layers * attention_comm + dense_layers * dense_comm + moe_layers * moe_comm;
+  if (split) *split = {attention_gemms + norms, moe_mlp + activation + permutation, dispatch, combine};
   return out.total_s();
 }
 
@@ -284,7 +353,7 @@ const IterationBreakdown& ReplicaModel::per_token_count(int tokens) const {
   const auto index = static_cast<std::size_t>(std::clamp(tokens, 0, static_cast<int>(by_tokens_.size()) - 1));
   if (!known_[index]) {
     IterationBreakdown parts;
-    if (tokens > 0) stage_linear(tokens, parts);
+    if (tokens > 0) linear_costs(scenario_.model, stage_layers_, moe_stage_layers_, tokens, parts, &split_by_tokens_[index]);
     by_tokens_[index] = parts;
     known_[index] = 1;
   }
@@ -310,7 +379,15 @@ IterationBreakdown ReplicaModel::breakdown(const BatchShape& batch) const {
   if (padded >= static_cast<int>(by_tokens_.size())) {
     throw InternalError("inference: an iteration of " + std::to_string(tokens) + " tokens exceeds max_num_batched_tokens");
   }
-  IterationBreakdown parts = per_token_count(padded);
+  // Two-batch overlap: the GEMMs, memory-bound kernels and collectives run as two half batches.
+  const bool two_batches = pool_.two_batch_overlap && padded >= 2;
+  IterationBreakdown parts = per_token_count(two_batches ? (padded + 1) / 2 : padded);
+  if (two_batches) {
+    const IterationBreakdown& second = per_token_count(padded / 2);
+    parts.gemm_s += second.gemm_s;
+    parts.memory_ops_s += second.memory_ops_s;
+    parts.communication_s += second.communication_s;
+  }
   parts.padded_tokens = padded;
   // Attention: prefill chunks at flash-attention efficiency, decode as a read of each sequence's KV.
   const double ranks = pool_.dp_attention ? pool_.tp : 1.0;
@@ -322,6 +399,9 @@ IterationBreakdown ReplicaModel::breakdown(const BatchShape& batch) const {
   parts.attention_s = stage_layers_ * per_layer;
   // A pipeline runs its stages one after the other for a batch (no micro-batch interleaving), with a
   // send of the hidden states between stages.
+  // Two-batch overlap: one micro-batch's all-to-all runs beside the other's compute; only the exposed
+  // part stays as communication.
+  if (two_batches) overlap_two_batches(parts, padded, per_layer, batch.prefill_tokens > 0);
   const double stages = pool_.pp;
   parts.gemm_s *= stages;
   parts.attention_s *= stages;

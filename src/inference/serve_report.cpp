@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "fmsim/inference/iteration_probe.hpp"
 #include "fmsim/report/error_band.hpp"
 #include "fmsim/units/format.hpp"
 
@@ -95,6 +96,13 @@ ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
   std::vector<double> ttft, tpot, e2e, queue, transfer;
   int good = 0;
   s.steady = steady_state(scenario, outcome);
+  s.iteration_time.resize(scenario.pools.size());
+  std::vector<IterationBreakdown> pool_parts(scenario.pools.size());
+  for (const auto& r : outcome.replicas) {
+    pool_parts[static_cast<std::size_t>(r.pool)].accumulate(r.time_parts);
+    s.iteration_time[static_cast<std::size_t>(r.pool)].busy_s += r.busy_s;
+  }
+  for (std::size_t p = 0; p < pool_parts.size(); ++p) s.iteration_time[p].parts_s = named_parts(pool_parts[p]);
   for (const auto& o : outcome.requests) {
     first_arrival = std::min(first_arrival, o.arrival_s);
     last_arrival = std::max(last_arrival, o.arrival_s);
@@ -195,6 +203,8 @@ nlohmann::json pool_json(const ServingPlan& plan, int index) {
           {"pipeline_parallel_size", pool.pp},
           {"enable_expert_parallel", pool.expert_parallel},
           {"data_parallel_attention", pool.dp_attention},
+          {"num_redundant_experts", pool.redundant_experts},
+          {"two_batch_overlap", pool.two_batch_overlap},
           {"gpus", pool.replicas * pool.gpus_per_replica()},
           {"engine", to_string(e.kind)},
           {"kv_cache_free_gpu_memory_fraction", optional_number(e.kv_free_memory_fraction > 0 ? std::optional<double>(e.kv_free_memory_fraction) : std::nullopt)},
@@ -249,7 +259,14 @@ nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& s, const Ser
   doc["disaggregated"] = scenario.disaggregated();
   doc["router"] = to_string(scenario.router);
   nlohmann::json pools = nlohmann::json::array();
-  for (int p = 0; p < static_cast<int>(scenario.pools.size()); ++p) pools.push_back(pool_json(plan, p));
+  for (int p = 0; p < static_cast<int>(scenario.pools.size()); ++p) {
+    nlohmann::json pool = pool_json(plan, p);
+    const ServeSummary::IterationTime& t = s.iteration_time[static_cast<std::size_t>(p)];
+    nlohmann::json parts = nlohmann::json::object();
+    for (const auto& [name, value] : t.parts_s) parts[name] = value;
+    pool["iteration_time"] = {{"busy_s", t.busy_s}, {"parts_s", parts}};
+    pools.push_back(std::move(pool));
+  }
   doc["pools"] = pools;
   doc["requests"] = s.requests;
   doc["completed"] = s.completed;
@@ -380,6 +397,18 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
     const SpeculativeSpec& spec = scenario.speculative;
     std::snprintf(line, sizeof line, "speculative decoding (%s, k = %d): %.3f tokens per decode step expected, %.3f measured\n",
                   to_string(spec.method).c_str(), spec.k, spec.expected_tokens_per_step, s.speculative_tokens_per_step.value_or(0.0));
+    out += line;
+  }
+  for (int p = 0; p < static_cast<int>(scenario.pools.size()); ++p) {
+    const ServeSummary::IterationTime& t = s.iteration_time[static_cast<std::size_t>(p)];
+    if (t.busy_s <= 0) continue;
+    std::string parts;
+    for (const auto& [name, value] : t.parts_s) {
+      if (value < 0.0005 * t.busy_s) continue;
+      std::snprintf(line, sizeof line, "%s%s %.1f%%", parts.empty() ? "" : ", ", name.c_str(), 100 * value / t.busy_s);
+      parts += line;
+    }
+    std::snprintf(line, sizeof line, "iteration time (%s): %s\n", to_string(scenario.pools[static_cast<std::size_t>(p)].role).c_str(), parts.c_str());
     out += line;
   }
   std::snprintf(line, sizeof line, "\nKV cache use %.0f%% mean, %.0f%% peak; %lld preemptions; %.1f requests in flight on average\n",

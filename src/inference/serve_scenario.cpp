@@ -36,6 +36,8 @@ PoolSpec read_pool(ObjectReader& r, PoolSpec base) {
   base.pp = static_cast<int>(r.int_or("pipeline_parallel_size", base.pp, 1, kMaxParallelSize));
   base.expert_parallel = r.bool_or("enable_expert_parallel", base.expert_parallel);
   base.dp_attention = r.bool_or("data_parallel_attention", base.dp_attention);
+  base.redundant_experts = static_cast<int>(r.int_or("num_redundant_experts", base.redundant_experts, 0, kMaxParallelSize));
+  base.two_batch_overlap = r.bool_or("two_batch_overlap", base.two_batch_overlap);
   EngineOptions& e = base.engine;
   e.max_num_seqs = static_cast<int>(r.int_or("max_num_seqs", e.max_num_seqs, 1, kMaxTokens));
   e.max_num_batched_tokens = static_cast<int>(r.int_or("max_num_batched_tokens", e.max_num_batched_tokens, 1, kMaxTokens));
@@ -243,17 +245,22 @@ void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::stri
     throw InputError(where + ": model " + m.name + " is a hybrid Mamba/attention model (" + m.hybrid.pattern.substr(0, 24) +
                      "...): serving it (Mamba state cache, SSD prefill and decode kernels) is not modelled; fmsim run models its training");
   }
-  if (m.heads % pool.tp != 0) {
-    throw InputError(where + ": " + tp_text + " does not divide the " + std::to_string(m.heads) + " attention heads of " + m.name);
+  // With data-parallel attention each rank runs whole attention for its own sequences: no head split.
+  if (!pool.dp_attention && m.heads % pool.tp != 0) {
+    throw InputError(where + ": " + tp_text + " does not divide the " + std::to_string(m.heads) + " attention heads of " + m.name +
+                     (m.mla ? " (data_parallel_attention runs whole attention on each rank)" : ""));
   }
   if (!m.mla && !pool.dp_attention && m.kv_heads % pool.tp != 0 && pool.tp % m.kv_heads != 0) {
     throw InputError(where + ": " + tp_text + " and the " + std::to_string(m.kv_heads) + " KV heads of " + m.name +
                      ": one must divide the other (vLLM shards KV heads over TP ranks or replicates them)");
   }
   const int domain_gpus = s.cluster.gpus_per_node * s.cluster.nvlink_domain_nodes;
-  if (pool.tp > domain_gpus) {
+  // A TP group larger than an NVLink domain spans whole domains (vLLM and TensorRT-LLM run TP across
+  // nodes over the network, with the same rank count per node); its all-reduces then cross EFA.
+  if (pool.tp > domain_gpus && pool.tp % domain_gpus != 0) {
     throw InputError(where + ": " + tp_text + " is larger than an NVLink domain (" + std::to_string(domain_gpus) +
-                     " GPUs); use pipeline_parallel_size across nodes");
+                     " GPUs) but not a multiple of it: a TP group spans whole domains (expected " + std::to_string(domain_gpus) +
+                     ", " + std::to_string(2 * domain_gpus) + ", ... or at most " + std::to_string(domain_gpus) + ")");
   }
   if (pool.pp > m.layers) throw InputError(where + ": pipeline_parallel_size exceeds the model's " + std::to_string(m.layers) + " layers");
   if (s.speculative.method == SpeculativeSpec::Method::draft) {
@@ -279,9 +286,19 @@ void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::stri
     }
   }
   if (pool.expert_parallel && !m.is_moe()) throw InputError(where + ": enable_expert_parallel needs a mixture-of-experts model; " + m.name + " is dense");
-  if (pool.expert_parallel && m.moe.experts % pool.tp != 0) {
-    throw InputError(where + ": expert parallel size " + std::to_string(pool.tp) + " does not divide the " +
-                     std::to_string(m.moe.experts) + " experts");
+  if (pool.redundant_experts > 0 && !pool.expert_parallel) {
+    throw InputError(where + ": num_redundant_experts = " + std::to_string(pool.redundant_experts) +
+                     " needs enable_expert_parallel (the load balancer places copies of experts on expert-parallel ranks)");
+  }
+  if (pool.expert_parallel && (m.moe.experts + pool.redundant_experts) % pool.tp != 0) {
+    const std::string physical = pool.redundant_experts > 0 ? std::to_string(m.moe.experts) + " + " + std::to_string(pool.redundant_experts) +
+                                                                  " redundant = " + std::to_string(m.moe.experts + pool.redundant_experts) + " experts"
+                                                            : std::to_string(m.moe.experts) + " experts";
+    throw InputError(where + ": expert parallel size " + std::to_string(pool.tp) + " does not divide the " + physical +
+                     " (num_redundant_experts adds copies so that it does, e.g. 32 for 256 experts over 72 GPUs)");
+  }
+  if (pool.two_batch_overlap && !pool.expert_parallel) {
+    throw InputError(where + ": two_batch_overlap needs enable_expert_parallel (it hides the expert all-to-all behind compute)");
   }
 }
 

@@ -17,11 +17,13 @@ ServingPlan::ServingPlan(const ServeScenario& scenario) : scenario_(scenario), c
       ReplicaPlacement replica;
       replica.pool = p;
       for (int stage = 0; stage < pool.pp; ++stage) {
-        if (next / domain_gpus != (next + pool.tp - 1) / domain_gpus) next = (next / domain_gpus + 1) * domain_gpus;
+        // A group never straddles an NVLink domain; one larger than a domain starts at a domain's start.
+        const bool straddles = pool.tp <= domain_gpus ? next / domain_gpus != (next + pool.tp - 1) / domain_gpus : next % domain_gpus != 0;
+        if (straddles) next = (next / domain_gpus + 1) * domain_gpus;
         if (next + pool.tp > total) {
           throw InputError(scenario.file + ": the " + to_string(pool.role) + " replicas do not fit on " +
                            std::to_string(scenario.cluster.nodes) + " x " + scenario.cluster.instance.name +
-                           " once TP groups are kept inside NVLink domains; add nodes or remove replicas");
+                           " once TP groups are kept inside NVLink domains (or span whole ones); add nodes or remove replicas");
         }
         for (int rank = 0; rank < pool.tp; ++rank) replica.gpus.push_back(next + rank);
         next += pool.tp;

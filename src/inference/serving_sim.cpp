@@ -284,13 +284,15 @@ class ServingSimulation final : public engine::FlowDriver {
     stats.preemptions += static_cast<long long>(preempted.size());
     if (r.batch.empty()) return;  // waiting for blocks that only a transfer in flight will free
     const ReplicaModel& model = plan_.model(plan_.replicas()[static_cast<std::size_t>(replica)].pool);
-    const double duration = model.iteration_s(shape);
+    const IterationBreakdown parts = model.breakdown(shape);
+    const double duration = parts.total_s();
     r.busy = true;
     r.iteration_start_s = now_s;
     ++stats.iterations;
     stats.prefill_tokens += shape.prefill_tokens;
     stats.decode_tokens += shape.decode_tokens;
     stats.busy_s += duration;
+    stats.time_parts.accumulate(parts);
     const long long used = scheduler.used_blocks();
     stats.kv_block_seconds += static_cast<double>(used) * duration;
     stats.peak_kv_blocks = std::max(stats.peak_kv_blocks, used);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "fmsim/workload/moe_routing.hpp"
 #include "moe_host_internal.hpp"
 #include "trace_builder_internal.hpp"
 
@@ -13,13 +14,6 @@ namespace fmsim::workload::detail {
 namespace {
 
 using collectives::Op;
-
-double binomial(int n, int r) {
-  if (r < 0 || r > n) return 0.0;
-  double c = 1.0;
-  for (int i = 1; i <= r; ++i) c = c * (n - r + i) / i;
-  return c;
-}
 
 /// Width of the rows the routed experts take and return: the hidden size, or LatentMoE's latent width
 /// (Nemotron 3 Super/Ultra: the dispatch and the experts work in moe_latent_size; hybrid_pattern.hpp).
@@ -121,40 +115,6 @@ int reorder_by_expert(TraceWriter& w, int rank, const MoeShape& s, bool to_exper
   return w.memory(rank, name, 2 * s.routed_bytes * w.s.parallelism.etp, after_of(after));
 }
 
-/// Probability that none of k experts drawn uniformly from `pool` experts falls among `held` of them.
-double all_missed(double pool, double held, int k) {
-  double missed = 1.0;
-  for (int i = 0; i < k; ++i) missed *= std::max(0.0, pool - held - i) / (pool - i);
-  return missed;
-}
-
-/// Probability that a token has at least one of its k experts in a given NVLink domain of E/g experts
-/// (balanced routing: Megatron's benchmarks force it with random router scores). Without group-limited
-/// routing the k experts are uniform over all E: 1 - C(E - E/g, k) / C(E, k). With it (n groups, top T),
-/// the k experts are uniform over the T chosen groups' T E/n experts; where whole groups sit in a domain
-/// (n a multiple of g), the domain holds j of the chosen groups with hypergeometric probability; where
-/// whole domains sit in a group (g a multiple of n), the domain's group is chosen with probability T/n.
-/// Other group layouts fall back to ungrouped routing.
-double domain_hit_probability(const fmsim::workload::MoeShape& moe, double g) {
-  const double e = moe.experts, n = moe.router_groups, t = moe.router_group_topk;
-  const int k = moe.experts_per_token, groups = moe.router_groups, domains = static_cast<int>(g);
-  const double chosen = t * e / n;  // experts a token chooses from
-  if (groups > 1 && moe.router_group_topk < groups) {
-    if (groups % domains == 0) {
-      const int per_domain = groups / domains;
-      double hit = 0.0;  // sum over j chosen groups in this domain
-      for (int j = 1; j <= std::min(per_domain, moe.router_group_topk); ++j) {
-        const double p_j = binomial(per_domain, j) * binomial(groups - per_domain, moe.router_group_topk - j) /
-                           binomial(groups, moe.router_group_topk);
-        hit += p_j * (1.0 - all_missed(chosen, j * e / n, k));
-      }
-      return hit;
-    }
-    if (domains % groups == 0) return t / n * (1.0 - all_missed(chosen, e / g, k));
-  }
-  return 1.0 - all_missed(e, e / g, k);  // ungrouped routing, or a group layout across domains
-}
-
 /// Bytes the flex dispatcher sends per byte the alltoall dispatcher sends. DeepEP and HybridEP send a
 /// token once to each NVLink domain that holds one of its experts and fan it out there over NVLink, where
 /// the alltoall dispatcher sends one copy per expert: over g domains the share is g P(hit) / k. The
@@ -164,9 +124,7 @@ double flex_send_share(const TraceWriter& w, int ep_comm) {
   const int domain_gpus = w.s.cluster.gpus_per_node * w.s.cluster.nvlink_domain_nodes;
   std::set<int> domains;
   for (int r : w.trace.comms[ep_comm].ranks) domains.insert(w.trace.rank_gpu[r] / domain_gpus);
-  const double g = static_cast<double>(domains.size());
-  if (g < 2) return 1.0;
-  return std::min(1.0, g * domain_hit_probability(m.moe, g) / m.moe.experts_per_token);
+  return fmsim::workload::domain_send_share(m.moe, static_cast<int>(domains.size()));
 }
 
 double dispatch_bytes(const TraceWriter& w, const Communicators& c, const MoeShape& s) {

@@ -97,7 +97,8 @@ def validation_script_lists_every_inference_case():
         doc = json.load(f)
     with open(measurements) as f:
         cases = {c["id"] for c in json.load(f) if c.get("category") == "inference"}
-    seen = {r["case"] for r in doc["offline"]} | {r["case"] for r in doc["server"]} | {r["case"] for r in doc["not_run"]}
+    seen = ({r["case"] for r in doc["offline"]} | {r["case"] for r in doc["server"]} | {r["case"] for r in doc["iteration"]} |
+            {r["case"] for r in doc["not_run"]})
     assert cases <= seen, sorted(cases - seen)
     for r in doc["not_run"]:
         assert r["reason"], r

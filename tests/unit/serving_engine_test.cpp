@@ -144,7 +144,8 @@ TEST_CASE("engine options refuse bad values with the key named") {
 
 TEST_CASE("the expert all-to-all carries each rank's share of the batch and not the whole batch") {
   // Qwen3-30B-A3B (48 MoE layers, top-8, hidden 2048) on 8 H100 with EP 8 and DP attention: no TP
-  // all-reduce; per MoE layer a dispatch and a combine, each rank sending its T / 8 tokens' 8 copies.
+  // all-reduce; per MoE layer a dispatch and a combine, each rank sending its T / 8 tokens' 8 copies,
+  // the dispatch in FP8 (1 byte, the expert GEMMs' input) and the combine in BF16 (2 bytes).
   const std::string json = R"({"cluster": {"base": ")" + (test::source_dir() / "topologies" / "p5-2node.json").string() +
                            R"(", "nodes": 1}, "model": "qwen3-30b-a3b", "serving": {"precision": "fp8", "tensor_parallel_size": 8,
                            "enable_expert_parallel": true, "data_parallel_attention": true, "cuda_graph_batch_sizes": []},
@@ -153,8 +154,9 @@ TEST_CASE("the expert all-to-all carries each rank's share of the batch and not 
   const ServingPlan plan(s);
   const auto layout = collectives::make_layout(plan.cluster(), plan.replicas()[0].gpus);
   for (int tokens : {64, 1000, 4096}) {
-    const double share = std::ceil(tokens / 8.0) * 8 * 2048 * 2.0;
-    const double expected = 48 * 2 * collectives::collective_cost(layout, collectives::Op::alltoall, share).time_s;
+    const double rows = std::ceil(tokens / 8.0) * 8;
+    const double expected = 48 * (collectives::collective_cost(layout, collectives::Op::alltoall, rows * 2048 * 1.0).time_s +
+                                  collectives::collective_cost(layout, collectives::Op::alltoall, rows * 2048 * 2.0).time_s);
     CHECK(plan.model(0).breakdown(decode(tokens)).communication_s == Approx(expected));
   }
 }

@@ -105,6 +105,12 @@ class ComputeModel {
   /// are busy with an overlapped communication kernel; `split_accumulator`: an FP8 GEMM without fast
   /// accumulation (fp8_split_accumulator_efficiency).
   double gemm_s(const GemmShape& shape, MathPrecision precision, int sms_taken = 0, bool split_accumulator = false) const;
+  /// One grouped GEMM kernel over `groups` problems of the same shape (a MoE layer's experts in a
+  /// serving engine: TensorRT-LLM's CUTLASS MoE GEMM, vLLM's and SGLang's fused_moe): the tiles of every
+  /// group share the waves over the SMs, and the HBM time is that of all groups' operands; one fixed
+  /// overhead. `groups` may be fractional (an expected count of active experts). With one group it is
+  /// gemm_s.
+  double grouped_gemm_s(double groups, const GemmShape& shape, MathPrecision precision) const;
   /// Fused attention (always BF16 in Megatron recipes, FP8 or not); `mean_span`: keys per query in the
   /// kernel (attention_efficiency); `sms_taken` SMs held by a communication kernel beside it slow it in
   /// proportion.
@@ -114,6 +120,7 @@ class ComputeModel {
   const hardware::GpuSpec& gpu() const { return gpu_; }
 
  private:
+  double gemm_time_s(double groups, const GemmShape& shape, MathPrecision precision, int sms_taken, bool split_accumulator) const;
   const hardware::GpuSpec& gpu_;
 };
 

@@ -45,6 +45,25 @@ struct IterationBreakdown {
   double gpu_s() const { return gemm_s + attention_s + memory_ops_s + communication_s + sampling_s + draft_s + kv_load_s; }
   /// Without overlap the GPU waits for the host every iteration; with it the slower of the two paces.
   double total_s() const { return host_overlapped ? std::max(gpu_s(), overhead_s) : gpu_s() + overhead_s; }
+  /// Adds another iteration's parts, its host time as the part the GPU waited for (so that the sum's
+  /// total_s() is the sum of the iterations' total_s()).
+  void accumulate(const IterationBreakdown& other) {
+    gemm_s += other.gemm_s;
+    attention_s += other.attention_s;
+    memory_ops_s += other.memory_ops_s;
+    communication_s += other.communication_s;
+    sampling_s += other.sampling_s;
+    draft_s += other.draft_s;
+    kv_load_s += other.kv_load_s;
+    overhead_s += other.total_s() - other.gpu_s();
+  }
+};
+
+/// One MoE layer's pieces for two-batch overlap (per layer, for the token count it was priced at): the
+/// attention side (projections, norms), the expert side (router, experts, activation, permutation), the
+/// dispatch and the combine.
+struct MoeLayerSplit {
+  double attention_side_s = 0, expert_side_s = 0, dispatch_s = 0, combine_s = 0;
 };
 
 /// The decode batch a CUDA graph runs for `decode_tokens` sequences: the smallest captured size at or
@@ -109,10 +128,16 @@ class ReplicaModel {
  private:
   /// Linear part of `layers` layers (`moe_layers` of them MoE) of model `m` for `tokens` rows: GEMMs,
   /// memory-bound kernels and collectives, added to `out`.
-  double linear_costs(const workload::ModelSpec& m, int layers, int moe_layers, int tokens, IterationBreakdown& out) const;
-  /// Everything that depends only on the token count: GEMMs, memory ops, collectives (memoized).
+  double linear_costs(const workload::ModelSpec& m, int layers, int moe_layers, int tokens, IterationBreakdown& out,
+                      MoeLayerSplit* split = nullptr) const;
+  /// Everything that depends only on the token count: GEMMs, memory ops, collectives (memoized), and a
+  /// MoE layer's pieces at that count.
   const IterationBreakdown& per_token_count(int tokens) const;
+  const MoeLayerSplit& moe_split(int tokens) const;
   double stage_linear(int tokens, IterationBreakdown& out) const;
+  /// Two-batch overlap of the linear parts and attention in `parts` (both halves of a batch of
+  /// `padded` tokens, `attention_per_layer_s` the whole batch's attention per layer).
+  void overlap_two_batches(IterationBreakdown& parts, int padded, double attention_per_layer_s, bool prefill) const;
   double allreduce_s(double bytes) const;
   double alltoall_s(double bytes) const;
 
@@ -122,6 +147,7 @@ class ReplicaModel {
   compute::MathPrecision math_ = compute::MathPrecision::bf16;
   collectives::CommLayout tp_layout_;
   bool has_tp_layout_ = false;
+  double ep_send_share_ = 1.0;          ///< expert all-to-all bytes a domain-aware dispatcher sends (moe_routing.hpp)
   double stage_hop_Bps_ = 0, stage_hop_latency_s_ = 0;
   int stage_layers_ = 0;                ///< layers of the largest stage
   int moe_stage_layers_ = 0;
@@ -140,6 +166,7 @@ class ReplicaModel {
   double draft_attention_width_per_gpu_ = 0;
   mutable std::vector<double> draft_by_rows_;
   mutable std::vector<IterationBreakdown> by_tokens_;
+  mutable std::vector<MoeLayerSplit> split_by_tokens_;
   mutable std::vector<char> known_;
 };
 

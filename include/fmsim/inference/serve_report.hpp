@@ -54,6 +54,14 @@ struct ServeSummary {
   std::optional<double> usd_per_hour, usd_per_million_tokens;
   /// The measurement window without warm-up and drain (empty offline); steady_state.hpp.
   std::optional<SteadyState> steady;
+  /// Per pool: its replicas' busy time summed, split by what the iterations spent it on (the
+  /// IterationBreakdown parts in order: gemm, attention, memory_ops, communication, sampling, draft,
+  /// kv_load, host). The parts add up to busy_s.
+  struct IterationTime {
+    double busy_s = 0;
+    std::vector<std::pair<std::string, double>> parts_s;
+  };
+  std::vector<IterationTime> iteration_time;
 };
 
 ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome);

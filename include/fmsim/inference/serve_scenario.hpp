@@ -57,6 +57,13 @@ struct PoolSpec {
   int tp = 1, pp = 1;
   bool expert_parallel = false;            ///< experts sharded over the TP x DP ranks (vLLM enable_expert_parallel)
   bool dp_attention = false;               ///< attention data-parallel over the replica's ranks (MLA models)
+  /// Expert-parallel load balancer (EPLB): extra copies of the busiest experts, so the replica holds
+  /// experts + redundant_experts physical experts spread evenly over its ranks (SGLang
+  /// --ep-num-redundant-experts, vLLM --num-redundant-experts).
+  int redundant_experts = 0;
+  /// Two-batch overlap (SGLang --enable-two-batch-overlap, after DeepSeek's inference system): each
+  /// iteration runs as two micro-batches, one's all-to-all behind the other's compute.
+  bool two_batch_overlap = false;
   EngineOptions engine;
   int gpus_per_replica() const { return tp * pp; }
 };

@@ -64,4 +64,10 @@ inline constexpr double kTrtllmStreamResponsePerToken_s = 15e-6;
 inline constexpr int kVllmCudaGraphMaxBatch = 512;
 inline constexpr int kTrtllmCudaGraphMaxBatch = 128;
 
+/// SMs a DeepEP normal-mode dispatch or combine kernel holds while it runs (deep_ep/buffer.py,
+/// `Buffer.num_sms = 20`; Megatron-Core's moe_deepep_num_sms default is the same): with two-batch
+/// overlap in a prefill iteration the other micro-batch's compute runs on the remaining SMs. The
+/// low-latency kernels of decode iterations overlap through hooks that hold no SMs (DeepEP README).
+inline constexpr int kDeepepNormalKernelSms = 20;
+
 }  // namespace fmsim::inference

@@ -32,6 +32,9 @@ struct ReplicaStats {
   long long prefill_tokens = 0;
   long long decode_tokens = 0;
   double busy_s = 0;
+  /// busy_s by what the iterations spent it on (IterationBreakdown::accumulate: overhead_s is the host
+  /// time the GPU waited for); its total_s() is busy_s.
+  IterationBreakdown time_parts;
   double kv_block_seconds = 0;  ///< integral of blocks in use over time
   double request_seconds = 0;   ///< integral of requests held (routed here, not finished or handed on)
   long long kv_blocks = 0;
