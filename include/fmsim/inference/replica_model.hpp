@@ -124,6 +124,10 @@ class ReplicaModel {
   double draft_kv_bytes_per_token_per_gpu() const { return draft_kv_bytes_per_token_gpu_; }
   /// One pass of the proposer over `rows` rows (layers, fc, LM head, argmax; no attention), memoized.
   double draft_pass_s(int rows) const;
+  /// One MoE layer's pieces at `tokens` tokens (what two-batch overlap pairs up), memoized.
+  const MoeLayerSplit& moe_split(int tokens) const;
+  int stage_layers() const { return stage_layers_; }
+  int moe_stage_layers() const { return moe_stage_layers_; }
 
  private:
   /// Linear part of `layers` layers (`moe_layers` of them MoE) of model `m` for `tokens` rows: GEMMs,
@@ -133,7 +137,6 @@ class ReplicaModel {
   /// Everything that depends only on the token count: GEMMs, memory ops, collectives (memoized), and a
   /// MoE layer's pieces at that count.
   const IterationBreakdown& per_token_count(int tokens) const;
-  const MoeLayerSplit& moe_split(int tokens) const;
   double stage_linear(int tokens, IterationBreakdown& out) const;
   /// Two-batch overlap of the linear parts and attention in `parts` (both halves of a batch of
   /// `padded` tokens, `attention_per_layer_s` the whole batch's attention per layer).
