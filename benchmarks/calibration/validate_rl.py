@@ -16,7 +16,10 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PUBLISHED = os.path.join(ROOT, "benchmarks", "calibration", "published_nemo_rl.json")
-CLUSTERS = {"H100": os.path.join(ROOT, "topologies", "dgx-h100-8node-ib.json")}
+CLUSTERS = {"H100": os.path.join(ROOT, "topologies", "dgx-h100-8node-ib.json"),
+            "GB200": os.path.join(ROOT, "topologies", "dgx-gb200-nvl72-8rack-ib.json")}
+GPUS_PER_INSTANCE = {"H100": 8, "GB200": 4}
+RACK_GPUS = 72
 # Qwen/Qwen3-32B config.json (no preset in configs/models).
 QWEN3_32B = {"_name_or_path": "Qwen/Qwen3-32B", "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 5120,
              "intermediate_size": 25600, "num_hidden_layers": 64, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128,
@@ -48,9 +51,11 @@ def scenario(row):
     prompt_avg = capped_mean(PROMPT_MEAN, PROMPT_SIGMA, PROMPT_MAX)
     response_cap = row["max_seq"] - PROMPT_MEAN
     response_mean = mean_for_capped(row["avg_seq"] - prompt_avg, RESPONSE_SIGMA, response_cap)
-    nodes = row["gpus"] // 8
+    nodes = row["gpus"] // GPUS_PER_INSTANCE[row["gpu"]]
     off = row["policy"] != "on"
-    rollout = {"engine": "vllm", "tensor_parallel_size": row["gen_tp"], "precision": "bf16", "gpu_memory_utilization": row["gen_mem"]}
+    precision = row.get("precision") or "bf16"
+    rollout = {"engine": "vllm", "tensor_parallel_size": row["gen_tp"], "pipeline_parallel_size": row.get("gen_pp") or 1,
+               "precision": precision, "gpu_memory_utilization": row["gen_mem"]}
     if off:
         rollout["nodes"] = row["gen_nodes"]
     rl = {"algorithm": "grpo", "prompts_per_iteration": row["prompts"], "group_size": row["generations"],
@@ -61,12 +66,19 @@ def scenario(row):
     if off:
         rl["staleness"] = int(row["policy"].split("-")[0])
         rl["offload"] = False
-    return {"name": row["id"], "cluster": {"base": CLUSTERS[row["gpu"]], "nodes": nodes},
+    if row["gpu"] == "GB200":
+        # DGX GB200 racks: the job takes its instances (4 GPUs each) of as many racks as it needs.
+        cluster = {"base": CLUSTERS["GB200"], "ultraservers": -(-row["gpus"] // RACK_GPUS)}
+        rl["nodes"] = nodes
+    else:
+        cluster = {"base": CLUSTERS[row["gpu"]], "nodes": nodes}
+    return {"name": row["id"], "cluster": cluster,
             "model": QWEN3_32B if row["model"] == "qwen3-32b" else row["model"],
             "parallelism": {"tensor_model_parallel_size": t["tp"], "pipeline_model_parallel_size": t["pp"],
-                            "expert_model_parallel_size": t["ep"], "sequence_parallel": t["sp"], "micro_batch_size": 1,
+                            "expert_model_parallel_size": t["ep"], "context_parallel_size": t.get("cp") or 1,
+                            "expert_tensor_parallel_size": t.get("etp") or 1, "sequence_parallel": t["sp"], "micro_batch_size": 1,
                             "global_batch_size": 8, "use_distributed_optimizer": True},
-            "training": {"workload": "rl", "seq_length": row["max_seq"], "precision": "bf16",
+            "training": {"workload": "rl", "seq_length": row["max_seq"], "precision": precision,
                          "recompute_granularity": "full" if t["recompute"] else "none",
                          "overlap_grad_reduce": True, "overlap_param_gather": True},
             "rl": rl}

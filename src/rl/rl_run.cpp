@@ -32,10 +32,12 @@ using nlohmann::json;
 
 namespace {
 
-/// The cluster object with `units` instances (or UltraServers) of the scenario's cluster.
-json cluster_with(const json& expanded, bool ultraserver, int units) {
+/// The cluster a role runs on: its nodes, or on UltraServer clusters the racks that hold its instances
+/// (the role then uses only its own GPUs of them: the first instances of a rack, as a job smaller than
+/// an NVLink domain is placed).
+json cluster_with(const json& expanded, bool ultraserver, int nodes, int domain_nodes) {
   json cluster = expanded;
-  cluster[ultraserver ? "ultraservers" : "nodes"] = units;
+  cluster[ultraserver ? "ultraservers" : "nodes"] = ultraserver ? (nodes + domain_nodes - 1) / domain_nodes : nodes;
   return cluster;
 }
 
@@ -43,6 +45,7 @@ struct ServeRun {
   double end_s = 0, tail_s = 0, output_tokens_per_s = 0;
   double mean_input = 0, mean_output = 0;
   int replicas = 0;
+  std::vector<std::vector<int>> replica_gpus;  ///< each replica's GPUs on the run's cluster, as serving placed them
 };
 
 /// An offline serving run of `document`; the finish time of every request and its 90th percentile.
@@ -72,6 +75,7 @@ ServeRun run_offline(const json& document, const std::string& origin, const std:
   }
   run.output_tokens_per_s = run.end_s > 0 ? output_tokens / run.end_s : 0.0;
   run.replicas = static_cast<int>(plan.replicas().size());
+  for (const auto& replica : plan.replicas()) run.replica_gpus.push_back(replica.gpus);
   return run;
 }
 
@@ -107,31 +111,32 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   const json expanded = workload::expand_cluster(document["cluster"], origin, base_dir);
   const auto whole = topology::cluster_from_json(expanded, origin + ": /cluster", "cluster", catalog);
   const bool ultraserver = whole.ultraserver.has_value();
-  const int unit_nodes = ultraserver ? whole.nvlink_domain_nodes : 1;
-  const int units = whole.nodes / unit_nodes;
-  result.nodes = whole.nodes;
-  result.total_gpus = whole.total_gpus();
+  const int domain_nodes = ultraserver ? whole.nvlink_domain_nodes : 1;
+  if (spec.nodes > whole.nodes) {
+    throw InputError(origin + ": /rl/nodes = " + std::to_string(spec.nodes) + ": the cluster has " + std::to_string(whole.nodes) +
+                     " instances (expected at most that)");
+  }
+  const int job_nodes = spec.nodes > 0 ? spec.nodes : whole.nodes;
+  result.nodes = job_nodes;
+  result.total_gpus = job_nodes * whole.gpus_per_node;
   result.gpu = whole.gpu.name;
   result.instance_type = whole.instance.name;
-  if (whole.instance.usd_per_hour) result.usd_per_hour = *whole.instance.usd_per_hour * whole.nodes;
+  if (whole.instance.usd_per_hour) result.usd_per_hour = *whole.instance.usd_per_hour * job_nodes;
 
-  // Which GPUs each role has.
-  int rollout_units = units, trainer_units = units;
+  // Which instances each role has. On UltraServer clusters a role runs on the racks that hold its
+  // instances and uses only its own GPUs of them, spread over those racks as a training job of that size
+  // is (the same count in each NVLink domain).
+  int rollout_nodes = job_nodes, trainer_nodes = job_nodes;
   if (spec.placement == Placement::disaggregated) {
-    rollout_units = ultraserver ? std::max(1, spec.rollout_nodes / unit_nodes) : spec.rollout_nodes;
-    if (ultraserver && spec.rollout_nodes % unit_nodes != 0) {
-      throw InputError(origin + ": /rl/rollout/nodes = " + std::to_string(spec.rollout_nodes) + ": whole UltraServers of " +
-                       std::to_string(unit_nodes) + " instances on " + whole.name + " (a multiple of " + std::to_string(unit_nodes) + ")");
-    }
-    trainer_units = units - rollout_units;
-    if (trainer_units < 1) {
-      throw InputError(origin + ": /rl/rollout/nodes = " + std::to_string(spec.rollout_nodes) + ": the cluster has " +
-                       std::to_string(whole.nodes) + " instances and the trainer needs at least " + std::to_string(unit_nodes) +
-                       " of them (expected fewer rollout nodes, or a larger cluster.nodes)");
+    rollout_nodes = spec.rollout_nodes;
+    trainer_nodes = job_nodes - rollout_nodes;
+    if (trainer_nodes < 1) {
+      throw InputError(origin + ": /rl/rollout/nodes = " + std::to_string(spec.rollout_nodes) + ": the job has " + std::to_string(job_nodes) +
+                       " instances and the trainer needs at least one of them (expected fewer rollout nodes, or more nodes)");
     }
   }
-  result.rollout_gpus = rollout_units * unit_nodes * whole.gpus_per_node;
-  result.trainer_gpus = trainer_units * unit_nodes * whole.gpus_per_node;
+  result.rollout_gpus = rollout_nodes * whole.gpus_per_node;
+  result.trainer_gpus = trainer_nodes * whole.gpus_per_node;
 
   // The rollout: every prompt's group of responses, offline (all at once), on the rollout's replicas.
   result.rollout_tp = int_in(spec.rollout, "tensor_parallel_size", 1);
@@ -149,7 +154,7 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   // iteration costs its share of k + 1 iterations generated back to back, one long tail among them.
   const int iterations_in_flight = spec.placement == Placement::disaggregated && spec.staleness > 0 ? spec.staleness + 1 : 1;
   const json rollout_doc = {{"name", result.name + "-rollout"},
-                            {"cluster", cluster_with(expanded, ultraserver, rollout_units)},
+                            {"cluster", cluster_with(expanded, ultraserver, rollout_nodes, domain_nodes)},
                             {"model", document["model"]},
                             {"serving", serving},
                             {"workload",
@@ -173,7 +178,7 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   // The update: the samples packed into rows of seq_length, split into mini-batches.
   json train = document;
   train.erase("rl");
-  train["cluster"] = cluster_with(expanded, ultraserver, trainer_units);
+  train["cluster"] = cluster_with(expanded, ultraserver, trainer_nodes, domain_nodes);
   const json& par = train["parallelism"];
   result.trainer_tp = int_in(par, "tensor_model_parallel_size", 1);
   result.trainer_pp = int_in(par, "pipeline_model_parallel_size", 1);
@@ -186,6 +191,8 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
                      std::to_string(model_parallel) + " (expected a smaller layout, or fewer rollout nodes)");
   }
   result.trainer_dp = dp;
+  // The trainer's world is its own GPUs, also where its cluster (whole racks) holds more.
+  train["parallelism"]["data_parallel_size"] = dp;
   result.seq_length = int_in(train["training"], "seq_length", 0);
   if (result.seq_length < 1) throw InputError(origin + ": /training/seq_length: the packed row length (tokens) the update trains on");
   if (sequence_tokens > result.seq_length) {
@@ -220,19 +227,31 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   // Megatron's forward-only schedule streams micro-batches through the pipeline (its bubble is small over
   // thousands of samples); the serving replica model runs its stages in turn, so the pass is priced at
   // TP alone where the weights fit that way (under half of HBM), at the trainer's TP x PP otherwise.
-  const double parameters = workload::count_parameters(update.model).total;
-  const double weight_bytes_per_gpu = parameters * (precision == "fp8" ? 1.0 : precision == "fp4" ? 0.5625 : 2.0) / result.trainer_tp;
+  // A MoE trainer's experts stay spread over its expert-parallel ranks: the pass runs as a serving
+  // replica of TP x EP ranks with the experts over all of them and attention data-parallel (Megatron's
+  // EP with attention at TP; the work per rank is the same).
+  const auto counts = workload::count_parameters(update.model);
+  const double parameters = counts.total;
+  const int ep = update.model.is_moe() ? std::max(1, int_in(par, "expert_model_parallel_size", 1)) : 1;
+  const int forward_tp = result.trainer_tp * ep;
+  const double expert_parameters = counts.expert_per_moe_layer * update.model.moe_layers();
+  const double weight_bytes_per_gpu = (precision == "fp8" ? 1.0 : precision == "fp4" ? 0.5625 : 2.0) *
+                                      ((parameters - expert_parameters) / result.trainer_tp + expert_parameters / forward_tp);
   const int forward_pp = weight_bytes_per_gpu < 0.5 * update.cluster.gpu.hbm_bytes ? 1 : result.trainer_pp;
-  const int forward_replicas = std::max(1, result.trainer_gpus / (result.trainer_tp * forward_pp));
+  const int forward_replicas = std::max(1, result.trainer_gpus / (forward_tp * forward_pp));
+  json forward_serving = {{"precision", precision == "fp8" || precision == "fp4" ? precision : std::string("bf16")},
+                          {"tensor_parallel_size", forward_tp},
+                          {"pipeline_parallel_size", forward_pp},
+                          {"replicas", forward_replicas}};
+  if (ep > 1) {
+    forward_serving["enable_expert_parallel"] = true;
+    forward_serving["data_parallel_attention"] = true;
+  }
   const json forward_doc = {
       {"name", result.name + "-forward"},
-      {"cluster", cluster_with(expanded, ultraserver, trainer_units)},
+      {"cluster", cluster_with(expanded, ultraserver, trainer_nodes, domain_nodes)},
       {"model", document["model"]},
-      {"serving",
-       {{"precision", precision == "fp8" || precision == "fp4" ? precision : std::string("bf16")},
-        {"tensor_parallel_size", result.trainer_tp},
-        {"pipeline_parallel_size", forward_pp},
-        {"replicas", forward_replicas}}},
+      {"serving", forward_serving},
       {"workload",
        {{"arrival", "offline"},
         {"requests", spec.samples()},
@@ -268,15 +287,25 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
     // has in each of its domains (at the same local positions, each holding the weights), as NCCL's
     // communicators need the same rank count in every domain.
     const auto cluster = topology::build_cluster_graph(whole);  // both pools: the trainer's graph holds only its own nodes
-    const int first_rollout_gpu = result.trainer_gpus;
     const int domain_gpus = gpus_per_node * whole.nvlink_domain_nodes;
+    // On UltraServer clusters the rollout shares the trainer's rack when both fit in one, and starts on
+    // the rack after the trainer's otherwise (each role's racks are its own).
+    const int trainer_racks = (trainer_nodes + domain_nodes - 1) / domain_nodes;
+    const bool shared_rack = !ultraserver || trainer_nodes + rollout_nodes <= domain_nodes;
+    const int first_rollout_gpu = shared_rack ? result.trainer_gpus : trainer_racks * domain_gpus;
+    if (first_rollout_gpu + result.rollout_gpus > whole.total_gpus()) {
+      throw InputError(origin + ": /rl/rollout/nodes = " + std::to_string(rollout_nodes) + ": the trainer's " + std::to_string(trainer_racks) +
+                       " and the rollout's " + std::to_string((rollout_nodes + domain_nodes - 1) / domain_nodes) + " NVLink domains are more than the cluster's " +
+                       std::to_string(whole.nvlink_domains()) + " (a role takes whole racks beyond one; expected a larger cluster)");
+    }
     double slowest = 0;
     for (int k = 0; k < per_replica; ++k) {
-      std::vector<int> receivers;
-      for (int replica = 0; replica < rollout_replicas; ++replica) receivers.push_back(first_rollout_gpu + replica * per_replica + k);
+      std::vector<int> receivers;  // GPU k of every replica, where serving placed it
+      for (const auto& gpus : rollout.replica_gpus) receivers.push_back(first_rollout_gpu + gpus.at(static_cast<std::size_t>(k)));
       std::vector<int> group;
       for (int gpu : receivers) {
-        if ((gpu - first_rollout_gpu) < domain_gpus) group.push_back(gpu - first_rollout_gpu);  // the same offsets in the trainer's first domain
+        const int offset = gpu - first_rollout_gpu;  // the same offsets in the trainer's first domain
+        if (offset < std::min(domain_gpus, result.trainer_gpus)) group.push_back(offset);
       }
       group.insert(group.end(), receivers.begin(), receivers.end());
       slowest = std::max(slowest, collective_s(cluster, group, collectives::Op::broadcast, shard_bytes));

@@ -68,6 +68,7 @@ RlSpec read_rl_spec(const json& document, const std::string& origin) {
     r.fail("offload", "false with placement \"disaggregated\" (the trainer keeps its GPUs)");
   }
   spec.seed = static_cast<std::uint64_t>(r.int_or("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
+  spec.nodes = static_cast<int>(r.int_or("nodes", 0, 1, 1 << 20));
   config::ObjectReader rollout = r.required_object("rollout");
   spec.rollout = document["rl"]["rollout"];
   if (spec.placement == Placement::disaggregated) {

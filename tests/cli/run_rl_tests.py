@@ -178,6 +178,35 @@ def the_timeline_report_and_metrics_show_the_same_iteration():
 
 
 @test
+def roles_take_part_of_an_nvl72_rack():
+    # GB200 NVL72 (4-GPU instances): an 8-GPU job (rl.nodes 2) colocated uses 8 GPUs, bills 2 instances;
+    # split 1 + 1 the rollout and the trainer share the rack, so the weights cross NVLink, not the network.
+    doc = copy.deepcopy(BASE)
+    doc["cluster"] = {"base": os.path.abspath(os.path.join(TOPO, "dgx-gb200-nvl72-8rack-ib.json")), "ultraservers": 1}
+    doc["parallelism"]["tensor_model_parallel_size"] = 1
+    doc["rl"]["nodes"] = 2
+    doc["rl"]["prompts_per_iteration"] = 64
+    colocated = run_json("run", write(TMP, "gb200-8.json", json.dumps(doc)))
+    assert colocated["roles"]["trainer"]["gpus"] == colocated["roles"]["rollout"]["gpus"] == 8, colocated["roles"]
+    assert colocated["cluster"]["nodes"] == 2 and colocated["cluster"]["gpus"] == 8, colocated["cluster"]
+    split = copy.deepcopy(doc)
+    split["rl"].update({"placement": "disaggregated", "offload": False,
+                        "rollout": {"engine": "vllm", "tensor_parallel_size": 1, "precision": "bf16", "nodes": 1}})
+    r = run_json("run", write(TMP, "gb200-4-4.json", json.dumps(split)))
+    assert r["roles"]["trainer"]["gpus"] == r["roles"]["rollout"]["gpus"] == 4, r["roles"]
+    # Four TP1 rollout replicas each receive a whole BF16 copy: one broadcast over the rack's 8 GPUs
+    # (the trainer's 4 and the rollout's 4) inside one NVLink domain, as `fmsim collective` times it.
+    size = str(int(r["weight_sync_bytes"]) // 8 * 8)
+    topo = doc["cluster"]["base"]
+    coll = run_json("collective", topo, "--op", "broadcast", "--gpus", "8", "-b", size, "-e", size)
+    assert abs(r["breakdown_s"]["weight_sync"] / coll["rows"][0]["time_s"] - 1) < 1e-3, (coll["rows"][0], r["breakdown_s"])
+    out = os.path.join(TMP, "bad-nodes.json")
+    too_many = copy.deepcopy(doc)
+    too_many["rl"]["nodes"] = 19
+    expect_bad_input(["run", write(TMP, "gb200-19.json", json.dumps(too_many)), "--json", out], ["/rl/nodes = 19", "18 instances"], out)
+
+
+@test
 def bad_rl_input_exits_2():
     out = os.path.join(TMP, "bad.json")
     cases = [

@@ -24,6 +24,7 @@ struct RlSpec {
   bool reward_model = false;     ///< a model-based reward: one more forward pass of the policy's size
   double packing_efficiency = 0.95;  ///< real tokens per packed training row of seq_length
   Placement placement = Placement::colocated;
+  int nodes = 0;              ///< instances the job takes (0 = the whole cluster); on an UltraServer part of a rack
   int rollout_nodes = 0;      ///< disaggregated: nodes of the rollout pool (the trainer takes the rest)
   int staleness = 0;          ///< disaggregated: iterations the rollout may run ahead of the trainer
   bool offload = true;        ///< colocated: trainer state to host memory while the rollout runs
