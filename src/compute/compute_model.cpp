@@ -63,8 +63,9 @@ double ComputeModel::gemm_time_s(double groups, const GemmShape& shape, MathPrec
     const auto& tile = kTiles[t];
     const double tiles = std::ceil(groups * std::ceil(shape.m / tile[0]) * std::ceil(shape.n / tile[1]));
     const double waves = std::ceil(tiles / sms);
-    // Each wave runs full tiles: the padded work of one tile per SM.
-    const double tile_flops = 2.0 * tile[0] * tile[1] * shape.k;
+    // Each wave runs full tiles: the padded work of one tile per SM, plus the tile's fixed pipeline fill
+    // and epilogue (gemm_tile_k_overhead, in K elements of the same work).
+    const double tile_flops = 2.0 * tile[0] * tile[1] * (shape.k + gpu_.gemm_tile_k_overhead);
     best = std::min(best, waves * tile_flops / per_sm_flops);
   }
   const double element_bytes = operand_bytes(precision);

@@ -103,6 +103,9 @@ class CatalogLoader {
         if (gpu.fp4_dense_flops <= 0) entry.fail("gemm_fp4_peak_efficiency", "only with fp4_dense (a GPU with FP4 tensor cores)");
         gpu.gemm_fp4_peak_efficiency = fraction(entry, "gemm_fp4_peak_efficiency", gpu.sources);
       }
+      if (entry.has("gemm_tile_k_overhead")) {
+        gpu.gemm_tile_k_overhead = number(entry, "gemm_tile_k_overhead", gpu.sources, 65536, "K elements per output tile in [0, 65536]");
+      }
       if (entry.has("gemm_mxfp8_rate")) {
         if (gpu.sm_version < 100) entry.fail("gemm_mxfp8_rate", "only for a GPU with MXFP8 tensor cores (sm_version 100 or later)");
         gpu.gemm_mxfp8_rate = fraction(entry, "gemm_mxfp8_rate", gpu.sources);

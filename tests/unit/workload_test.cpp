@@ -225,6 +225,15 @@ TEST_CASE("GEMM times reproduce the H100 and GB200 cuBLASLt microbenchmarks", "[
     CHECK(tflops == Approx(p.tflops).epsilon(p.tolerance));
   }
   compute::ComputeModel h100(test::catalog().gpu("H100-SXM"));
+  // Each output tile pays gemm_tile_k_overhead K elements of work beyond its K loop: at fixed M and N
+  // (one shape of DeepGEMM's H800 table, whole waves either way) throughput at depth K scales as K / (K + K0).
+  const double k0 = test::catalog().gpu("H100-SXM").gemm_tile_k_overhead;
+  REQUIRE(k0 > 0);
+  auto tflops_at = [&](double k) {
+    const compute::GemmShape shape{4096, 7168, k};
+    return shape.flops() / (h100.gemm_s(shape, compute::MathPrecision::fp8) - compute::kGemmFixedOverhead_s);
+  };
+  CHECK(tflops_at(2048) / tflops_at(16384) == Approx((2048 / (2048 + k0)) / (16384 / (16384 + k0))).epsilon(1e-9));
   // Fewer SMs (an overlapped communication kernel) never makes a GEMM faster; more bytes never make a kernel faster.
   CHECK(h100.gemm_s({8192, 8192, 8192}, compute::MathPrecision::fp8, 16) > h100.gemm_s({8192, 8192, 8192}, compute::MathPrecision::fp8));
   CHECK(h100.memory_s(2e9) > h100.memory_s(1e9));

@@ -27,6 +27,9 @@ struct GpuSpec {
   int sm_count = 0;                             ///< streaming multiprocessors (GEMM wave quantization)
   double gemm_peak_efficiency = 0;              ///< best achieved fraction of dense peak for one GEMM
   double gemm_fp4_peak_efficiency = 0;          ///< the same for FP4 GEMMs; 0 = as gemm_peak_efficiency
+  /// K elements of tensor-core work each GEMM output tile costs beyond its own K loop: filling the
+  /// operand pipeline and the epilogue that writes the tile (a tile of depth K takes the time of K + this).
+  double gemm_tile_k_overhead = 0;
   double gemm_mxfp8_rate = 1.0;  ///< MXFP8 (1x32 block-scaled) GEMM throughput relative to per-tensor FP8
   /// Tensor-core clock this GPU sustains in multi-GPU training at its power limit, relative to the clock of
   /// the GEMM microbenchmark its gemm_peak_efficiency came from (1 = the same); scales GEMM and attention.
