@@ -60,6 +60,10 @@ std::vector<std::pair<std::string, double>> named_parts(const IterationBreakdown
 
 std::vector<ProbeResult> run_iteration_probes(const ServingPlan& plan, const std::vector<IterationProbe>& probes) {
   const auto& scenario = plan.scenario();
+  if (scenario.speculative.enabled()) {
+    throw InputError("--iteration: " + scenario.file + " decodes speculatively (serving.speculative); one-batch iterations price "
+                     "plain decoding and prefill only (remove serving.speculative with --unset to price the target alone)");
+  }
   std::vector<ProbeResult> results;
   for (const auto& probe : probes) {
     for (int p = 0; p < static_cast<int>(scenario.pools.size()); ++p) {
@@ -75,19 +79,23 @@ std::vector<ProbeResult> run_iteration_probes(const ServingPlan& plan, const std
       BatchShape& b = r.batch;
       if (decode) {
         if (probe.count > engine.max_num_seqs) {
-          throw InputError(where + ": " + std::to_string(probe.count) + " sequences exceed max_num_seqs = " + std::to_string(engine.max_num_seqs) +
-                           " (raise serving.max_num_seqs with --set)");
+          throw InputError(where + ": " + std::to_string(probe.count) + " sequences exceed its max_num_seqs = " + std::to_string(engine.max_num_seqs) +
+                           " (expected at most that, or a larger max_num_seqs for the pool)");
         }
         b.decode_tokens = probe.count;
         b.decode_context_tokens = static_cast<double>(probe.count) * probe.length;
         b.sampled_rows = probe.count;
       } else {
         if (probe.count > engine.max_num_batched_tokens) {
-          throw InputError(where + ": " + std::to_string(probe.count) + " tokens exceed max_num_batched_tokens = " +
-                           std::to_string(engine.max_num_batched_tokens) + " (raise serving.max_num_batched_tokens with --set)");
+          throw InputError(where + ": " + std::to_string(probe.count) + " tokens exceed its max_num_batched_tokens = " +
+                           std::to_string(engine.max_num_batched_tokens) + " (expected at most that, or a larger max_num_batched_tokens for the pool)");
+        }
+        const long long prompts = (static_cast<long long>(probe.count) + probe.length - 1) / probe.length;
+        if (prompts > engine.max_num_seqs) {
+          throw InputError(where + ": " + std::to_string(prompts) + " prompts of " + std::to_string(probe.length) + " tokens exceed its max_num_seqs = " +
+                           std::to_string(engine.max_num_seqs) + " (expected longer prompts or fewer tokens)");
         }
         // Whole prompts of `length` tokens (the last one possibly shorter), each causal over itself.
-        const double prompts = std::ceil(static_cast<double>(probe.count) / probe.length);
         b.prefill_tokens = probe.count;
         b.prefill_sequences = static_cast<int>(prompts);
         b.prefill_attention_pairs = static_cast<double>(probe.count) * (std::min(probe.count, probe.length) + 1) / 2.0;

@@ -210,6 +210,12 @@ double ReplicaModel::stage_linear(int tokens, IterationBreakdown& out) const {
   return linear_costs(scenario_.model, stage_layers_, moe_stage_layers_, tokens, out);
 }
 
+double ReplicaModel::ep_imbalance(double tokens) const {
+  if (!pool_.expert_parallel || pool_.tp < 2) return 1.0;
+  if (pool_.expert_load_imbalance > 0) return pool_.expert_load_imbalance;
+  return workload::random_routing_imbalance(pool_.tp, tokens * scenario_.model.moe.experts_per_token / pool_.tp);
+}
+
 const MoeLayerSplit& ReplicaModel::moe_split(int tokens) const {
   per_token_count(tokens);
   return split_by_tokens_[static_cast<std::size_t>(std::clamp(tokens, 0, static_cast<int>(split_by_tokens_.size()) - 1))];
@@ -229,7 +235,7 @@ void ReplicaModel::overlap_two_batches(IterationBreakdown& parts, int padded, do
   const double e = (first.expert_side_s + second.expert_side_s) / 2;
   const double d = (first.dispatch_s + second.dispatch_s) / 2, c = (first.combine_s + second.combine_s) / 2;
   const double sms = scenario_.cluster.gpu.sm_count;
-  const double slow = prefill ? sms / (sms - kDeepepNormalKernelSms) - 1.0 : 0.0;
+  const double slow = prefill ? sms / std::max(1.0, sms - kDeepepNormalKernelSms) - 1.0 : 0.0;
   double slowed = 0, layer = 0;
   for (const auto& [x, y] : {std::pair{a, d}, std::pair{e, d}, std::pair{e, c}, std::pair{a, c}}) {
     const double extra = std::min(x, y) * slow;
@@ -301,7 +307,8 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
     const double active_fraction = 1.0 - std::pow(1.0 - k / experts, t);
     const double local = pool_.expert_parallel ? experts / tp : experts;
     const double width = pool_.expert_parallel ? m.moe.expert_ffn : m.moe.expert_ffn / tp;
-    const double rows = t * k / (experts * active_fraction);
+    // Every rank waits at the combine for the busiest: its rows are `imbalance` x the mean.
+    const double rows = t * k / (experts * active_fraction) * ep_imbalance(t);
     const double active = local * active_fraction;
     auto grouped = [&](double k_dim, double n_dim) { return compute_.grouped_gemm_s(active, {rows, n_dim, k_dim}, math_) / compute::model_gemm_rate(math_); };
     moe_mlp = grouped(m.hidden, gate * width) + grouped(width, m.hidden);
@@ -338,7 +345,7 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
   // and fans it out there (DeepEP's internode kernels), the combine sums within the domain before
   // returning: both carry domain_send_share of the one-copy-per-expert bytes (the all-to-all is priced
   // whole at that share, being bound by the cross-domain links, as in training).
-  const double rank_share_rows = std::ceil(t / tp) * m.moe.experts_per_token * ep_send_share_;
+  const double rank_share_rows = std::ceil(t / tp) * m.moe.experts_per_token * ep_send_share_ * (m.is_moe() ? ep_imbalance(t) : 1.0);
   const double dispatch_bytes = rank_share_rows * m.hidden * compute::operand_bytes(math_);
   const double combine_bytes = rank_share_rows * m.hidden * kActivationBytes;
   const double dispatch = pool_.expert_parallel ? alltoall_s(dispatch_bytes) : 0.0;

@@ -205,6 +205,7 @@ nlohmann::json pool_json(const ServingPlan& plan, int index) {
           {"data_parallel_attention", pool.dp_attention},
           {"num_redundant_experts", pool.redundant_experts},
           {"two_batch_overlap", pool.two_batch_overlap},
+          {"expert_load_imbalance", pool.expert_load_imbalance > 0 ? nlohmann::json(pool.expert_load_imbalance) : nlohmann::json(nullptr)},
           {"gpus", pool.replicas * pool.gpus_per_replica()},
           {"engine", to_string(e.kind)},
           {"kv_cache_free_gpu_memory_fraction", optional_number(e.kv_free_memory_fraction > 0 ? std::optional<double>(e.kv_free_memory_fraction) : std::nullopt)},

@@ -38,6 +38,12 @@ PoolSpec read_pool(ObjectReader& r, PoolSpec base) {
   base.dp_attention = r.bool_or("data_parallel_attention", base.dp_attention);
   base.redundant_experts = static_cast<int>(r.int_or("num_redundant_experts", base.redundant_experts, 0, kMaxParallelSize));
   base.two_batch_overlap = r.bool_or("two_batch_overlap", base.two_batch_overlap);
+  if (r.has("expert_load_imbalance")) {
+    base.expert_load_imbalance = r.required_number("expert_load_imbalance", 0.0);
+    if (!(base.expert_load_imbalance >= 1.0 && base.expert_load_imbalance <= 64)) {
+      r.fail("expert_load_imbalance", "the busiest expert-parallel rank's tokens over the mean, from 1 (perfect balance) to 64");
+    }
+  }
   EngineOptions& e = base.engine;
   e.max_num_seqs = static_cast<int>(r.int_or("max_num_seqs", e.max_num_seqs, 1, kMaxTokens));
   e.max_num_batched_tokens = static_cast<int>(r.int_or("max_num_batched_tokens", e.max_num_batched_tokens, 1, kMaxTokens));
@@ -297,8 +303,12 @@ void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::stri
     throw InputError(where + ": expert parallel size " + std::to_string(pool.tp) + " does not divide the " + physical +
                      " (num_redundant_experts adds copies so that it does, e.g. 32 for 256 experts over 72 GPUs)");
   }
-  if (pool.two_batch_overlap && !pool.expert_parallel) {
-    throw InputError(where + ": two_batch_overlap needs enable_expert_parallel (it hides the expert all-to-all behind compute)");
+  if (pool.expert_load_imbalance > 0 && !pool.expert_parallel) {
+    throw InputError(where + ": expert_load_imbalance needs enable_expert_parallel (without it every rank holds a slice of every expert)");
+  }
+  if (pool.two_batch_overlap && (!pool.expert_parallel || pool.tp < 2)) {
+    throw InputError(where + ": two_batch_overlap needs enable_expert_parallel over at least 2 GPUs (it hides the expert all-to-all "
+                     "behind compute; " + tp_text + (pool.expert_parallel ? " has none" : "") + ")");
   }
 }
 

@@ -190,6 +190,11 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
     throw InputError(origin + ": /parallelism: the trainer's " + std::to_string(result.trainer_gpus) + " GPUs cannot hold TP x PP x CP = " +
                      std::to_string(model_parallel) + " (expected a smaller layout, or fewer rollout nodes)");
   }
+  if (static_cast<long long>(dp) * model_parallel > result.trainer_gpus) {
+    throw InputError(origin + ": /parallelism/data_parallel_size = " + std::to_string(dp) + ": TP x PP x CP x DP = " +
+                     std::to_string(static_cast<long long>(dp) * model_parallel) + " GPUs, more than the trainer's " +
+                     std::to_string(result.trainer_gpus) + " (expected at most " + std::to_string(result.trainer_gpus / model_parallel) + ")");
+  }
   result.trainer_dp = dp;
   // The trainer's world is its own GPUs, also where its cluster (whole racks) holds more.
   train["parallelism"]["data_parallel_size"] = dp;
@@ -227,23 +232,25 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   // Megatron's forward-only schedule streams micro-batches through the pipeline (its bubble is small over
   // thousands of samples); the serving replica model runs its stages in turn, so the pass is priced at
   // TP alone where the weights fit that way (under half of HBM), at the trainer's TP x PP otherwise.
-  // A MoE trainer's experts stay spread over its expert-parallel ranks: the pass runs as a serving
-  // replica of TP x EP ranks with the experts over all of them and attention data-parallel (Megatron's
-  // EP with attention at TP; the work per rank is the same).
+  // A MoE trainer's experts stay spread over its expert-parallel ranks: with EP > TP the pass runs as a
+  // serving replica of EP ranks with the experts over all of them and attention data-parallel (every
+  // rank whole attention for its own samples: the same work per rank as Megatron's attention at TP).
   const auto counts = workload::count_parameters(update.model);
   const double parameters = counts.total;
   const int ep = update.model.is_moe() ? std::max(1, int_in(par, "expert_model_parallel_size", 1)) : 1;
-  const int forward_tp = result.trainer_tp * ep;
+  const bool expert_replica = ep > result.trainer_tp;
+  const int forward_tp = expert_replica ? ep : result.trainer_tp;
   const double expert_parameters = counts.expert_per_moe_layer * update.model.moe_layers();
-  const double weight_bytes_per_gpu = (precision == "fp8" ? 1.0 : precision == "fp4" ? 0.5625 : 2.0) *
-                                      ((parameters - expert_parameters) / result.trainer_tp + expert_parameters / forward_tp);
+  const double element_bytes = precision == "fp8" ? 1.0 : precision == "fp4" ? 0.5625 : 2.0;
+  const double weight_bytes_per_gpu = expert_replica ? element_bytes * ((parameters - expert_parameters) + expert_parameters / forward_tp)
+                                                     : element_bytes * parameters / forward_tp;
   const int forward_pp = weight_bytes_per_gpu < 0.5 * update.cluster.gpu.hbm_bytes ? 1 : result.trainer_pp;
   const int forward_replicas = std::max(1, result.trainer_gpus / (forward_tp * forward_pp));
   json forward_serving = {{"precision", precision == "fp8" || precision == "fp4" ? precision : std::string("bf16")},
                           {"tensor_parallel_size", forward_tp},
                           {"pipeline_parallel_size", forward_pp},
                           {"replicas", forward_replicas}};
-  if (ep > 1) {
+  if (expert_replica) {
     forward_serving["enable_expert_parallel"] = true;
     forward_serving["data_parallel_attention"] = true;
   }
@@ -262,7 +269,9 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   const auto& model = update.model;
   const compute::ComputeModel gpu_model(update.cluster.gpu);
   const double tokens_per_replica = static_cast<double>(spec.samples()) * sequence_tokens / forward_replicas;
-  const double vocab_slice = static_cast<double>(model.vocab) / result.trainer_tp;
+  // Each GPU's share of the LM head: its vocabulary slice at TP, or its own samples over the whole
+  // vocabulary with data-parallel attention (the same work).
+  const double vocab_slice = static_cast<double>(model.vocab) / forward_tp;
   const double lm_head_s = gpu_model.gemm_s({tokens_per_replica, vocab_slice, static_cast<double>(model.hidden)}, compute::MathPrecision::bf16) +
                            gpu_model.memory_s(2.0 * 4.0 * tokens_per_replica * vocab_slice);  // FP32 logits written, read by log-softmax
   result.forward_pass_s = forward.end_s + lm_head_s;
@@ -298,17 +307,39 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
                        " and the rollout's " + std::to_string((rollout_nodes + domain_nodes - 1) / domain_nodes) + " NVLink domains are more than the cluster's " +
                        std::to_string(whole.nvlink_domains()) + " (a role takes whole racks beyond one; expected a larger cluster)");
     }
+    // The trainer's GPUs in its first NVLink domain (a trainer spread over racks holds the same count in
+    // each).
+    const int trainer_in_domain = std::min(domain_gpus, result.trainer_gpus / std::max(1, shared_rack ? 1 : trainer_racks));
     double slowest = 0;
     for (int k = 0; k < per_replica; ++k) {
       std::vector<int> receivers;  // GPU k of every replica, where serving placed it
       for (const auto& gpus : rollout.replica_gpus) receivers.push_back(first_rollout_gpu + gpus.at(static_cast<std::size_t>(k)));
-      std::vector<int> group;
+      std::vector<int> senders;
+      bool even = true;
       for (int gpu : receivers) {
         const int offset = gpu - first_rollout_gpu;  // the same offsets in the trainer's first domain
-        if (offset < std::min(domain_gpus, result.trainer_gpus)) group.push_back(offset);
+        if (offset >= domain_gpus) continue;
+        if (offset < trainer_in_domain) {
+          senders.push_back(offset);
+        } else {
+          even = false;  // a rollout GPU with no trainer GPU at its position
+        }
       }
-      group.insert(group.end(), receivers.begin(), receivers.end());
-      slowest = std::max(slowest, collective_s(cluster, group, collectives::Op::broadcast, shard_bytes));
+      if (even && !senders.empty()) {
+        std::vector<int> group = senders;
+        group.insert(group.end(), receivers.begin(), receivers.end());
+        slowest = std::max(slowest, collective_s(cluster, group, collectives::Op::broadcast, shard_bytes));
+      } else {
+        // A rollout replica wider than the trainer's domain share: one trainer GPU sends the shard to the
+        // first receiver over the network, which broadcasts it to the other replicas.
+        const topology::ClusterGraph& g = cluster;
+        const bool same_domain = g.domain_of_node(g.node_of_gpu(0)) == g.domain_of_node(g.node_of_gpu(receivers.front()));
+        const double link_Bps = same_domain ? whole.gpu.nvlink_bandwidth_per_direction_Bps : whole.rail_bandwidth_Bps();
+        const double latency_s = same_domain ? whole.nvlink.message_latency_s : whole.network.message_latency_s;
+        double s_k = latency_s + shard_bytes / link_Bps;
+        if (receivers.size() > 1) s_k += collective_s(cluster, receivers, collectives::Op::broadcast, shard_bytes);
+        slowest = std::max(slowest, s_k);
+      }
     }
     result.phases.weight_sync_s = slowest;
   }

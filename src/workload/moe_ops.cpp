@@ -36,14 +36,17 @@ MoeShape moe_shape(const TraceWriter& w) {
   s.routed_bytes = s.tokens_in * m.moe.experts_per_token * expert_width(m) * w.act_bytes;
   s.local_experts = m.moe.experts / p.ep;
   s.rows_per_expert = s.tokens_in * m.moe.experts_per_token * p.etp / s.local_experts;
-  // Token dropping (routing is balanced, as in Megatron's benchmarks): each expert takes at most its
-  // capacity, capacity_factor x its balanced share; padded, it computes and receives exactly that.
+  // Every rank waits at the combine for the busiest one, which receives `imbalance` times the mean
+  // (moe_load_imbalance, or what uniform random routing gives: Megatron's benchmarks force it). Token
+  // dropping caps each expert at its capacity, capacity_factor x its balanced share; padded, every
+  // expert computes and receives exactly that.
+  const double mean_rows = s.tokens_in * m.moe.experts_per_token;
+  const double imbalance = w.s.training.moe_load_imbalance > 0 ? w.s.training.moe_load_imbalance
+                                                               : fmsim::workload::random_routing_imbalance(p.ep, mean_rows);
   const double cf = w.s.training.moe_capacity_factor;
-  if (cf > 0) {
-    const double share = w.s.training.moe_pad_to_capacity ? cf : std::min(cf, 1.0);
-    s.routed_bytes *= share;
-    s.rows_per_expert *= share;
-  }
+  const double share = cf <= 0 ? imbalance : w.s.training.moe_pad_to_capacity ? cf : std::min(cf, imbalance);
+  s.routed_bytes *= share;
+  s.rows_per_expert *= share;
   s.gated = m.gated_mlp ? 2 : 1;
   s.fc1_n = s.gated * m.moe.expert_ffn / p.etp;
   s.fc2_k = m.moe.expert_ffn / static_cast<double>(p.etp);

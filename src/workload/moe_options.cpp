@@ -20,6 +20,12 @@ void read_token_drop(config::ObjectReader& r, TrainingOptions& t) {
       }
     }
   }
+  if (r.has("moe_load_imbalance")) {
+    t.moe_load_imbalance = r.required_number("moe_load_imbalance", 0.0);
+    if (!(t.moe_load_imbalance >= 1.0 && t.moe_load_imbalance <= 64)) {
+      r.fail("moe_load_imbalance", "the busiest expert-parallel rank's tokens over the mean, from 1 (perfect balance) to 64");
+    }
+  }
   t.moe_pad_to_capacity = r.bool_or("moe_pad_expert_input_to_capacity", false);
   if (t.moe_pad_to_capacity && t.moe_capacity_factor <= 0) {
     r.fail("moe_pad_expert_input_to_capacity", "false unless moe_expert_capacity_factor is set (Megatron: the capacity "
@@ -63,6 +69,9 @@ void read_cuda_graphs(config::ObjectReader& r, TrainingOptions& t) {
 }
 
 void validate_moe_options(const TrainingOptions& t, const ModelSpec& m, const std::string& where) {
+  if (t.moe_load_imbalance > 0 && !m.is_moe()) {
+    throw InputError(where + ": /training/moe_load_imbalance: needs a mixture-of-experts model (" + m.name + " is dense)");
+  }
   if (t.moe_capacity_factor > 0) {
     if (!m.is_moe()) throw InputError(where + ": /training/moe_expert_capacity_factor: needs a mixture-of-experts model");
     if (t.moe_dispatcher == MoeDispatcher::flex) {

@@ -2,6 +2,9 @@
 #include "fmsim/workload/moe_routing.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
 
 namespace fmsim::workload {
 namespace {
@@ -44,6 +47,31 @@ double domain_hit_probability(const MoeShape& moe, double g) {
 double domain_send_share(const MoeShape& moe, int domains) {
   if (domains < 2 || moe.experts_per_token < 1) return 1.0;
   return std::min(1.0, domains * domain_hit_probability(moe, domains) / moe.experts_per_token);
+}
+
+double expected_max_standard_normal(int count) {
+  if (count <= 1) return 0.0;
+  static std::mutex lock;
+  static std::map<int, double> known;
+  const std::lock_guard<std::mutex> guard(lock);
+  const auto found = known.find(count);
+  if (found != known.end()) return found->second;
+  // E[max] = integral of x n phi(x) Phi(x)^(n-1) over x, trapezoids on [-8, 10].
+  const double step = 1e-3;
+  double sum = 0;
+  for (double x = -8.0; x <= 10.0; x += step) {
+    const double phi = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    sum += x * count * phi * std::pow(cdf, count - 1) * step;
+  }
+  known[count] = sum;
+  return sum;
+}
+
+double random_routing_imbalance(int ranks, double mean_rows) {
+  if (ranks <= 1 || mean_rows <= 0) return 1.0;
+  const double relative_deviation = std::sqrt((1.0 - 1.0 / ranks) / mean_rows);
+  return 1.0 + expected_max_standard_normal(ranks) * relative_deviation;
 }
 
 }  // namespace fmsim::workload

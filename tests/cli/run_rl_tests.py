@@ -204,6 +204,17 @@ def roles_take_part_of_an_nvl72_rack():
     too_many = copy.deepcopy(doc)
     too_many["rl"]["nodes"] = 19
     expect_bad_input(["run", write(TMP, "gb200-19.json", json.dumps(too_many)), "--json", out], ["/rl/nodes = 19", "18 instances"], out)
+    # A data-parallel size larger than the trainer's GPUs (its rack holds more, the job does not).
+    wide = copy.deepcopy(doc)
+    wide["parallelism"]["data_parallel_size"] = 16
+    expect_bad_input(["run", write(TMP, "gb200-dp16.json", json.dumps(wide)), "--json", out], ["data_parallel_size = 16", "trainer's 8"], out)
+    # A rollout replica wider than the trainer (TP 8 on 2 instances, a 4-GPU trainer): the shard goes from
+    # a trainer GPU to the replica, then to the others.
+    wider = copy.deepcopy(doc)
+    wider["rl"].update({"nodes": 3, "placement": "disaggregated", "offload": False,
+                        "rollout": {"engine": "vllm", "tensor_parallel_size": 8, "precision": "bf16", "nodes": 2}})
+    r = run_json("run", write(TMP, "gb200-wide-rollout.json", json.dumps(wider)))
+    assert r["roles"]["rollout"]["gpus"] == 8 and r["breakdown_s"]["weight_sync"] > 0, r["roles"]
 
 
 @test

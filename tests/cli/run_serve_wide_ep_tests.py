@@ -46,6 +46,11 @@ def bad_iteration_batches_exit_2():
                             ("decode:9000@100", "max_num_seqs = 8192"), ("prefill:70000@100", "max_num_batched_tokens = 65536")):
         expect_bad_input(["serve", WIDE_EP, "--iteration", batch, "--json", out], ["--iteration", fragment], out)
     expect_bad_input(["serve", WIDE_EP, "--iteration", "decode:8@8", "--sweep-rate", "--json", out], ["--iteration", "--sweep-rate"], out)
+    expect_bad_input(["serve", WIDE_EP, "--iteration", "decode:8@8", "--allow-oom", "--json", out], ["--iteration", "--allow-oom"], out)
+    # 65,536 one-token prompts are more sequences than the prefill pool schedules at once.
+    expect_bad_input(["serve", WIDE_EP, "--iteration", "prefill:65536@1", "--json", out], ["65536 prompts", "max_num_seqs = 512"], out)
+    eagle = os.path.join(CONFIGS, "serving", "llama3.3-70b-p5en-eagle.json")
+    expect_bad_input(["serve", eagle, "--iteration", "decode:8@8", "--json", out], ["--iteration", "speculative"], out)
 
 
 @test

@@ -9,6 +9,7 @@
 #include "fmsim/topology/placement.hpp"
 #include "fmsim/training/step_simulation.hpp"
 #include "fmsim/workload/moe_host.hpp"
+#include "fmsim/workload/moe_routing.hpp"
 #include "fmsim/workload/trace_builder.hpp"
 #include "test_support.hpp"
 
@@ -65,7 +66,7 @@ double host_seconds(const Trace& t) {
 }  // namespace
 
 TEST_CASE("token drop: padded capacity scales the experts' rows; drop-and-pad needs no host sync", "[workload][moe]") {
-  const Built dropless = build(qwen_doc(1));
+  const Built dropless = build(qwen_doc(1, {{"moe_load_imbalance", 1.0}}));
   const Built padded = build(qwen_doc(1, {{"moe_expert_capacity_factor", 1.5}, {"moe_pad_expert_input_to_capacity", true}}));
   const Built dropping = build(qwen_doc(1, {{"moe_expert_capacity_factor", 0.5}}));
   // Expert FC1 FLOPs: rows x capacity factor when padded; at most the balanced share when not padded.
@@ -82,6 +83,40 @@ TEST_CASE("token drop: padded capacity scales the experts' rows; drop-and-pad ne
   const Built pad1 = build(qwen_doc(1, {{"moe_expert_capacity_factor", 1.0}, {"moe_pad_expert_input_to_capacity", true}}));
   CHECK(first_flops(pad1.trace, "moe.fc1") == Approx(base));
   CHECK(pad1.step_s <= dropless.step_s);
+}
+
+TEST_CASE("expert load imbalance: every rank waits for the busiest, which random routing already skews", "[workload][moe]") {
+  using fmsim::workload::expected_max_standard_normal;
+  using fmsim::workload::random_routing_imbalance;
+  // E[max] of n standard normals: 1/sqrt(pi) for two, and the published values for 8, 64 and 72 (by an
+  // independent integration).
+  CHECK(expected_max_standard_normal(1) == 0.0);
+  CHECK(expected_max_standard_normal(2) == Approx(0.5641896).epsilon(1e-4));
+  CHECK(expected_max_standard_normal(8) == Approx(1.4236003).epsilon(1e-4));
+  CHECK(expected_max_standard_normal(64) == Approx(2.3437335).epsilon(1e-4));
+  CHECK(expected_max_standard_normal(72) == Approx(2.3878522).epsilon(1e-4));
+  // A rank's share of R x m routed rows is binomial: relative deviation sqrt((1 - 1/R) / m).
+  CHECK(random_routing_imbalance(1, 1000) == 1.0);
+  CHECK(random_routing_imbalance(8, 4096 * 8) == Approx(1.0 + 1.4236003 * std::sqrt((1 - 1 / 8.0) / (4096 * 8))).epsilon(1e-6));
+  CHECK(random_routing_imbalance(72, 256 * 8) > random_routing_imbalance(72, 4096 * 8));  // decode batches skew more
+  // The experts' rows scale with the imbalance: by default what random routing gives at EP 8 for the
+  // rank's 4,096 tokens x top-8; an explicit 1.3 is 1.3 x the balanced rows.
+  const double balanced = first_flops(build(qwen_doc(1, {{"moe_load_imbalance", 1.0}})).trace, "moe.fc1");
+  const double random = first_flops(build(qwen_doc(1)).trace, "moe.fc1");
+  const double skewed = first_flops(build(qwen_doc(1, {{"moe_load_imbalance", 1.3}})).trace, "moe.fc1");
+  CHECK(random == Approx(balanced * random_routing_imbalance(8, 4096.0 * 8)));
+  CHECK(skewed == Approx(1.3 * balanced));
+  // Dropping caps the busiest expert at its capacity: 1.1 of the balanced share, under a 1.3 skew.
+  CHECK(first_flops(build(qwen_doc(1, {{"moe_load_imbalance", 1.3}, {"moe_expert_capacity_factor", 1.1}})).trace, "moe.fc1") ==
+        Approx(1.1 * balanced));
+  // And a slower step, never a faster one.
+  CHECK(build(qwen_doc(1, {{"moe_load_imbalance", 1.3}})).step_s > build(qwen_doc(1, {{"moe_load_imbalance", 1.0}})).step_s);
+  // Below 1, or on a dense model: refused with the key.
+  CHECK_THROWS_WITH(scenario_of(qwen_doc(1, {{"moe_load_imbalance", 0.9}})), Catch::Contains("moe_load_imbalance"));
+  nlohmann::json dense = qwen_doc(1, {{"moe_load_imbalance", 1.2}});
+  dense["model"] = "llama3-8b";
+  dense["parallelism"] = {{"micro_batch_size", 1}, {"global_batch_size", 32}};
+  CHECK_THROWS_WITH(scenario_of(dense), Catch::Contains("moe_load_imbalance"));
 }
 
 TEST_CASE("CUDA-graph scope: captured pieces replay as one launch; a full-iteration graph leaves no host", "[workload][moe]") {

@@ -111,8 +111,8 @@ TEST_CASE("combined 1F1B issues each all-to-all beside the other pass's compute"
 TEST_CASE("the dispatcher reorders the received rows by local expert and back, in both passes", "[workload]") {
   // Qwen3-30B-A3B at EP8: 16 local experts, so Megatron's sort_chunks_by_idxs runs after the dispatch
   // and before the combine, and again on the gradients: four passes per layer and micro-batch, each
-  // reading and writing the rank's routed rows (tokens x top-k x hidden x 2 bytes).
-  const Trace trace = moe_trace(false, false);
+  // reading and writing the rank's routed rows (tokens x top-k x hidden x 2 bytes), at perfect balance.
+  const Trace trace = moe_trace(false, false, {{"moe_load_imbalance", 1.0}});
   const auto compute = stream_of(trace, "compute");
   const auto count = [&](const std::string& name) { return std::count(compute.begin(), compute.end(), name); };
   const auto experts = count("moe.fc1");  // one per layer and micro-batch

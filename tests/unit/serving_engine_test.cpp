@@ -148,7 +148,8 @@ TEST_CASE("the expert all-to-all carries each rank's share of the batch and not 
   // the dispatch in FP8 (1 byte, the expert GEMMs' input) and the combine in BF16 (2 bytes).
   const std::string json = R"({"cluster": {"base": ")" + (test::source_dir() / "topologies" / "p5-2node.json").string() +
                            R"(", "nodes": 1}, "model": "qwen3-30b-a3b", "serving": {"precision": "fp8", "tensor_parallel_size": 8,
-                           "enable_expert_parallel": true, "data_parallel_attention": true, "cuda_graph_batch_sizes": []},
+                           "enable_expert_parallel": true, "data_parallel_attention": true, "cuda_graph_batch_sizes": [],
+                           "expert_load_imbalance": 1},
                            "workload": {"arrival": "offline", "requests": 1, "input_tokens": 8, "output_tokens": 8}})";
   const auto s = load_serve_scenario(test::write_temp(json, "moe.json"), {}, test::catalog());
   const ServingPlan plan(s);

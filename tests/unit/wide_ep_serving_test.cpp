@@ -139,7 +139,8 @@ TEST_CASE("across NVLink domains the dispatch sends a token once per domain hold
   const ServingPlan plan(s);
   const auto layout = collectives::make_layout(plan.cluster(), plan.replicas()[0].gpus);
   const int tokens = 1024;
-  const double rows = std::ceil(tokens / 16.0) * 8 * (2 * hit / 8);
+  // ... and the busiest of the 16 ranks receives what uniform random routing gives it over the mean.
+  const double rows = std::ceil(tokens / 16.0) * 8 * (2 * hit / 8) * workload::random_routing_imbalance(16, tokens * 8 / 16.0);
   const auto& split = plan.model(0).moe_split(tokens);
   CHECK(split.dispatch_s == Approx(collectives::collective_cost(layout, collectives::Op::alltoall, rows * 7168 * 1.0).time_s));
   CHECK(split.combine_s == Approx(collectives::collective_cost(layout, collectives::Op::alltoall, rows * 7168 * 2.0).time_s));
@@ -220,4 +221,30 @@ TEST_CASE("an iteration probe prices the batch it names and refuses what the eng
   CHECK_THROWS_WITH(run_iteration_probes(plan, {parse_iteration_probe("decode:257@10", "--iteration")}), Catch::Contains("max_num_seqs"));
   CHECK_THROWS_WITH(run_iteration_probes(plan, {parse_iteration_probe("prefill:8193@10", "--iteration")}), Catch::Contains("max_num_batched_tokens"));
   CHECK_THROWS_WITH(run_iteration_probes(plan, {parse_iteration_probe("decode:256@10000000", "--iteration")}), Catch::Contains("KV cache"));
+}
+
+TEST_CASE("expert load imbalance in serving: the busiest expert-parallel rank paces the experts and the all-to-all") {
+  const std::string ep16 = R"({"precision": "fp8", "tensor_parallel_size": 16, "enable_expert_parallel": true,
+      "data_parallel_attention": true, "cuda_graph_batch_sizes": [], "expert_load_imbalance": )";
+  const auto even = load("deepseek-v3", 2, ep16 + "1}");
+  const auto skewed = load("deepseek-v3", 2, ep16 + "1.5}");
+  const auto random = load("deepseek-v3", 2, R"({"precision": "fp8", "tensor_parallel_size": 16, "enable_expert_parallel": true,
+      "data_parallel_attention": true, "cuda_graph_batch_sizes": []})");
+  const ServingPlan even_plan(even), skewed_plan(skewed), random_plan(random);
+  const auto layout = collectives::make_layout(even_plan.cluster(), even_plan.replicas()[0].gpus);
+  for (int tokens : {256, 2048}) {
+    const auto& a = even_plan.model(0).moe_split(tokens);
+    const auto& b = skewed_plan.model(0).moe_split(tokens);
+    const auto& r = random_plan.model(0).moe_split(tokens);
+    // The all-to-all carries 1.5 x the busiest rank's balanced rows; random routing, its own skew.
+    const double rows = std::ceil(tokens / 16.0) * 8 * workload::domain_send_share(even.model.moe, 2);
+    CHECK(a.dispatch_s == Approx(collectives::collective_cost(layout, collectives::Op::alltoall, rows * 7168).time_s));
+    CHECK(b.dispatch_s == Approx(collectives::collective_cost(layout, collectives::Op::alltoall, 1.5 * rows * 7168).time_s));
+    CHECK(b.expert_side_s > a.expert_side_s);
+    CHECK(r.dispatch_s >= a.dispatch_s);
+    CHECK(r.dispatch_s <= b.dispatch_s);
+  }
+  CHECK_THAT(refusal("deepseek-v3", 2, R"({"tensor_parallel_size": 16, "data_parallel_attention": true, "expert_load_imbalance": 1.2})"),
+             Catch::Contains("expert_load_imbalance needs enable_expert_parallel"));
+  CHECK_THAT(refusal("deepseek-v3", 2, ep16 + "0.5}"), Catch::Contains("expert_load_imbalance"));
 }

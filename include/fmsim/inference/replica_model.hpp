@@ -141,6 +141,8 @@ class ReplicaModel {
   /// Two-batch overlap of the linear parts and attention in `parts` (both halves of a batch of
   /// `padded` tokens, `attention_per_layer_s` the whole batch's attention per layer).
   void overlap_two_batches(IterationBreakdown& parts, int padded, double attention_per_layer_s, bool prefill) const;
+  /// Expert-parallel load of the busiest rank over the mean for a batch of `tokens` (1 without EP).
+  double ep_imbalance(double tokens) const;
   double allreduce_s(double bytes) const;
   double alltoall_s(double bytes) const;
 

@@ -64,6 +64,9 @@ struct PoolSpec {
   /// Two-batch overlap (SGLang --enable-two-batch-overlap, after DeepSeek's inference system): each
   /// iteration runs as two micro-batches, one's all-to-all behind the other's compute.
   bool two_batch_overlap = false;
+  /// Tokens the busiest expert-parallel rank receives over the mean (>= 1); 0 = what uniform random
+  /// routing gives for the iteration's batch (workload/moe_routing.hpp).
+  double expert_load_imbalance = 0;
   EngineOptions engine;
   int gpus_per_replica() const { return tp * pp; }
 };

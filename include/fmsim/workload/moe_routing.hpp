@@ -22,4 +22,15 @@ double domain_hit_probability(const MoeShape& moe, double domains);
 /// domains: g P(hit) / k, at most 1; 1 within one domain.
 double domain_send_share(const MoeShape& moe, int domains);
 
+/// Expected maximum of `count` independent standard normal variables (by numerical integration of
+/// x count phi(x) Phi(x)^(count - 1)); 0 for count <= 1. 2: 0.564 (1/sqrt(pi)), 8: 1.424, 64: 2.344, 72: 2.388.
+double expected_max_standard_normal(int count);
+
+/// Expected load of the busiest of `ranks` expert-parallel ranks over the mean, when routing is uniform
+/// at random (Megatron's forced balance draws random router scores; a well-balanced router is no
+/// better): a rank receives a binomial share of the group's routed rows, mean `mean_rows`, relative
+/// deviation sqrt((1 - 1/R) / mean_rows), and every rank waits for the busiest at the combine. 1 for one
+/// rank or no rows.
+double random_routing_imbalance(int ranks, double mean_rows);
+
 }  // namespace fmsim::workload

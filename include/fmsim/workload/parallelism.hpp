@@ -107,6 +107,10 @@ struct TrainingOptions {
   /// moe_expert_capacity_factor: token dropping, each expert takes at most capacity = factor x its balanced
   /// share of the routed rows; 0 = dropless (Megatron's default, None).
   double moe_capacity_factor = 0;
+  /// moe_load_imbalance: tokens the busiest expert-parallel rank receives over the mean (>= 1); 0 = what
+  /// uniform random routing gives (moe_routing.hpp, random_routing_imbalance), as Megatron's benchmarks
+  /// force it.
+  double moe_load_imbalance = 0;
   /// moe_pad_expert_input_to_capacity: every expert computes exactly its capacity (padded), so shapes are
   /// static and the dispatcher needs no device-to-host sync ("drop and pad").
   bool moe_pad_to_capacity = false;
