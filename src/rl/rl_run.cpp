@@ -297,49 +297,47 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
     // communicators need the same rank count in every domain.
     const auto cluster = topology::build_cluster_graph(whole);  // both pools: the trainer's graph holds only its own nodes
     const int domain_gpus = gpus_per_node * whole.nvlink_domain_nodes;
-    // On UltraServer clusters the rollout shares the trainer's rack when both fit in one, and starts on
-    // the rack after the trainer's otherwise (each role's racks are its own).
+    // On UltraServer clusters the rollout shares the trainer's rack when both fit in one, starts on the
+    // rack after the trainer's where the cluster has room for that, and otherwise right after the trainer's
+    // instances (sharing the rack at the boundary).
     const int trainer_racks = (trainer_nodes + domain_nodes - 1) / domain_nodes;
+    const int rollout_racks = (rollout_nodes + domain_nodes - 1) / domain_nodes;
     const bool shared_rack = !ultraserver || trainer_nodes + rollout_nodes <= domain_nodes;
-    const int first_rollout_gpu = shared_rack ? result.trainer_gpus : trainer_racks * domain_gpus;
-    if (first_rollout_gpu + result.rollout_gpus > whole.total_gpus()) {
-      throw InputError(origin + ": /rl/rollout/nodes = " + std::to_string(rollout_nodes) + ": the trainer's " + std::to_string(trainer_racks) +
-                       " and the rollout's " + std::to_string((rollout_nodes + domain_nodes - 1) / domain_nodes) + " NVLink domains are more than the cluster's " +
-                       std::to_string(whole.nvlink_domains()) + " (a role takes whole racks beyond one; expected a larger cluster)");
-    }
-    // The trainer's GPUs in its first NVLink domain (a trainer spread over racks holds the same count in
-    // each).
-    const int trainer_in_domain = std::min(domain_gpus, result.trainer_gpus / std::max(1, shared_rack ? 1 : trainer_racks));
+    const bool own_racks = !shared_rack && trainer_racks + rollout_racks <= whole.nvlink_domains();
+    const int first_rollout_gpu = own_racks ? trainer_racks * domain_gpus : result.trainer_gpus;
+    const int trainer_in_domain = std::min(domain_gpus, result.trainer_gpus / std::max(1, own_racks ? trainer_racks : 1));
+    // A pipelined broadcast where NCCL's communicator cannot span the group evenly: from a trainer GPU to
+    // the first receiver, then along the receivers, at the slowest hop's bandwidth.
+    auto chain_s = [&](const std::vector<int>& receivers) {
+      bool crosses = cluster.domain_of_node(cluster.node_of_gpu(0)) != cluster.domain_of_node(cluster.node_of_gpu(receivers.front()));
+      for (int gpu : receivers) crosses = crosses || cluster.domain_of_node(cluster.node_of_gpu(gpu)) != cluster.domain_of_node(cluster.node_of_gpu(receivers.front()));
+      const double link_Bps = crosses ? whole.rail_bandwidth_Bps() : whole.gpu.nvlink_bandwidth_per_direction_Bps;
+      const double latency_s = crosses ? whole.network.message_latency_s : whole.nvlink.message_latency_s;
+      return static_cast<double>(receivers.size()) * latency_s + shard_bytes / link_Bps;
+    };
     double slowest = 0;
     for (int k = 0; k < per_replica; ++k) {
       std::vector<int> receivers;  // GPU k of every replica, where serving placed it
       for (const auto& gpus : rollout.replica_gpus) receivers.push_back(first_rollout_gpu + gpus.at(static_cast<std::size_t>(k)));
-      std::vector<int> senders;
+      std::vector<int> group;
       bool even = true;
       for (int gpu : receivers) {
         const int offset = gpu - first_rollout_gpu;  // the same offsets in the trainer's first domain
         if (offset >= domain_gpus) continue;
-        if (offset < trainer_in_domain) {
-          senders.push_back(offset);
+        if (offset < trainer_in_domain && offset < first_rollout_gpu) {
+          group.push_back(offset);
         } else {
           even = false;  // a rollout GPU with no trainer GPU at its position
         }
       }
-      if (even && !senders.empty()) {
-        std::vector<int> group = senders;
-        group.insert(group.end(), receivers.begin(), receivers.end());
-        slowest = std::max(slowest, collective_s(cluster, group, collectives::Op::broadcast, shard_bytes));
-      } else {
-        // A rollout replica wider than the trainer's domain share: one trainer GPU sends the shard to the
-        // first receiver over the network, which broadcasts it to the other replicas.
-        const topology::ClusterGraph& g = cluster;
-        const bool same_domain = g.domain_of_node(g.node_of_gpu(0)) == g.domain_of_node(g.node_of_gpu(receivers.front()));
-        const double link_Bps = same_domain ? whole.gpu.nvlink_bandwidth_per_direction_Bps : whole.rail_bandwidth_Bps();
-        const double latency_s = same_domain ? whole.nvlink.message_latency_s : whole.network.message_latency_s;
-        double s_k = latency_s + shard_bytes / link_Bps;
-        if (receivers.size() > 1) s_k += collective_s(cluster, receivers, collectives::Op::broadcast, shard_bytes);
-        slowest = std::max(slowest, s_k);
+      group.insert(group.end(), receivers.begin(), receivers.end());
+      double s_k = 0;
+      try {
+        s_k = even && group.size() > receivers.size() ? collective_s(cluster, group, collectives::Op::broadcast, shard_bytes) : chain_s(receivers);
+      } catch (const InputError&) {  // ranks spread unevenly over NVLink domains
+        s_k = chain_s(receivers);
       }
+      slowest = std::max(slowest, s_k);
     }
     result.phases.weight_sync_s = slowest;
   }
