@@ -52,12 +52,6 @@ IterationProbe parse_iteration_probe(const std::string& text, const std::string&
   return probe;
 }
 
-std::vector<std::pair<std::string, double>> named_parts(const IterationBreakdown& parts) {
-  return {{"gemm", parts.gemm_s},           {"attention", parts.attention_s}, {"memory_ops", parts.memory_ops_s},
-          {"communication", parts.communication_s}, {"sampling", parts.sampling_s}, {"draft", parts.draft_s},
-          {"kv_load", parts.kv_load_s},     {"host", parts.total_s() - parts.gpu_s()}};
-}
-
 std::vector<ProbeResult> run_iteration_probes(const ServingPlan& plan, const std::vector<IterationProbe>& probes) {
   const auto& scenario = plan.scenario();
   if (scenario.speculative.enabled()) {

@@ -206,10 +206,6 @@ double ReplicaModel::alltoall_s(double bytes) const {
   return collectives::collective_cost(tp_layout_, collectives::Op::alltoall, bytes).time_s;
 }
 
-double ReplicaModel::stage_linear(int tokens, IterationBreakdown& out) const {
-  return linear_costs(scenario_.model, stage_layers_, moe_stage_layers_, tokens, out);
-}
-
 double ReplicaModel::ep_imbalance(double tokens) const {
   if (!pool_.expert_parallel || pool_.tp < 2) return 1.0;
   if (pool_.expert_load_imbalance > 0) return pool_.expert_load_imbalance;
@@ -276,6 +272,8 @@ double ReplicaModel::draft_pass_s(int rows) const {
 double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int moe_layers_here, int tokens, IterationBreakdown& out,
                                   MoeLayerSplit* split) const {
   const double tp = pool_.tp, t = tokens;
+  // Every expert-parallel rank waits at the combine for the busiest: its rows are `imbalance` x the mean.
+  const double imbalance = m.is_moe() ? ep_imbalance(t) : 1.0;
   // FP4 GEMMs in a model's step run below the single-GEMM rate (compute::kFp4ModelGemmRate).
   auto gemm = [&](double rows, double k, double n) { return compute_.gemm_s({rows, n, k}, math_) / compute::model_gemm_rate(math_); };
   // Attention projections: sharded over TP, or whole on each rank for its own sequences (DP attention).
@@ -307,8 +305,7 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
     const double active_fraction = 1.0 - std::pow(1.0 - k / experts, t);
     const double local = pool_.expert_parallel ? experts / tp : experts;
     const double width = pool_.expert_parallel ? m.moe.expert_ffn : m.moe.expert_ffn / tp;
-    // Every rank waits at the combine for the busiest: its rows are `imbalance` x the mean.
-    const double rows = t * k / (experts * active_fraction) * ep_imbalance(t);
+    const double rows = t * k / (experts * active_fraction) * imbalance;
     const double active = local * active_fraction;
     auto grouped = [&](double k_dim, double n_dim) { return compute_.grouped_gemm_s(active, {rows, n_dim, k_dim}, math_) / compute::model_gemm_rate(math_); };
     moe_mlp = grouped(m.hidden, gate * width) + grouped(width, m.hidden);
@@ -345,7 +342,7 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
   // and fans it out there (DeepEP's internode kernels), the combine sums within the domain before
   // returning: both carry domain_send_share of the one-copy-per-expert bytes (the all-to-all is priced
   // whole at that share, being bound by the cross-domain links, as in training).
-  const double rank_share_rows = std::ceil(t / tp) * m.moe.experts_per_token * ep_send_share_ * (m.is_moe() ? ep_imbalance(t) : 1.0);
+  const double rank_share_rows = std::ceil(t / tp) * m.moe.experts_per_token * ep_send_share_ * imbalance;
   const double dispatch_bytes = rank_share_rows * m.hidden * compute::operand_bytes(math_);
   const double combine_bytes = rank_share_rows * m.hidden * kActivationBytes;
   const double dispatch = pool_.expert_parallel ? alltoall_s(dispatch_bytes) : 0.0;
@@ -365,6 +362,12 @@ const IterationBreakdown& ReplicaModel::per_token_count(int tokens) const {
     known_[index] = 1;
   }
   return by_tokens_[index];
+}
+
+std::vector<std::pair<std::string, double>> named_parts(const IterationBreakdown& parts) {
+  return {{"gemm", parts.gemm_s},           {"attention", parts.attention_s}, {"memory_ops", parts.memory_ops_s},
+          {"communication", parts.communication_s}, {"sampling", parts.sampling_s}, {"draft", parts.draft_s},
+          {"kv_load", parts.kv_load_s},     {"host", parts.total_s() - parts.gpu_s()}};
 }
 
 int cuda_graph_batch(const EngineOptions& engine, int decode_tokens) {

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <numeric>
 
-#include "fmsim/inference/iteration_probe.hpp"
 #include "fmsim/report/error_band.hpp"
 #include "fmsim/units/format.hpp"
 

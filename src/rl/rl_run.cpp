@@ -309,8 +309,9 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
     // A pipelined broadcast where NCCL's communicator cannot span the group evenly: from a trainer GPU to
     // the first receiver, then along the receivers, at the slowest hop's bandwidth.
     auto chain_s = [&](const std::vector<int>& receivers) {
-      bool crosses = cluster.domain_of_node(cluster.node_of_gpu(0)) != cluster.domain_of_node(cluster.node_of_gpu(receivers.front()));
-      for (int gpu : receivers) crosses = crosses || cluster.domain_of_node(cluster.node_of_gpu(gpu)) != cluster.domain_of_node(cluster.node_of_gpu(receivers.front()));
+      const int sender_domain = cluster.domain_of_node(cluster.node_of_gpu(0));
+      const bool crosses = std::any_of(receivers.begin(), receivers.end(),
+                                       [&](int gpu) { return cluster.domain_of_node(cluster.node_of_gpu(gpu)) != sender_domain; });
       const double link_Bps = crosses ? whole.rail_bandwidth_Bps() : whole.gpu.nvlink_bandwidth_per_direction_Bps;
       const double latency_s = crosses ? whole.network.message_latency_s : whole.nvlink.message_latency_s;
       return static_cast<double>(receivers.size()) * latency_s + shard_bytes / link_Bps;

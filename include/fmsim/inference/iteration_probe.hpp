@@ -40,8 +40,4 @@ std::vector<ProbeResult> run_iteration_probes(const ServingPlan& plan, const std
 nlohmann::json probes_json(const ServingPlan& plan, const std::vector<ProbeResult>& results);
 std::string probes_text(const ServingPlan& plan, const std::vector<ProbeResult>& results);
 
-/// The breakdown's parts by name (gemm, attention, memory_ops, communication, sampling, draft, kv_load,
-/// host), host being the host time the GPU waits for; they add up to the iteration time.
-std::vector<std::pair<std::string, double>> named_parts(const IterationBreakdown& parts);
-
 }  // namespace fmsim::inference

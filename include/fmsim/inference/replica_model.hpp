@@ -4,6 +4,8 @@
 // model (GEMMs compute- or HBM-bound, flash attention for prefill, KV reads for decode) and the TP/EP
 // collectives. docs/model.md ("Serving") derives each term.
 #include <algorithm>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "fmsim/collectives/layout.hpp"
@@ -65,6 +67,10 @@ struct IterationBreakdown {
 struct MoeLayerSplit {
   double attention_side_s = 0, expert_side_s = 0, dispatch_s = 0, combine_s = 0;
 };
+
+/// The breakdown's parts by name (gemm, attention, memory_ops, communication, sampling, draft, kv_load,
+/// host), host being the host time the GPU waits for; they add up to the iteration time.
+std::vector<std::pair<std::string, double>> named_parts(const IterationBreakdown& parts);
 
 /// The decode batch a CUDA graph runs for `decode_tokens` sequences: the smallest captured size at or
 /// above it (engine capture lists, docs/model.md), or `decode_tokens` itself when it is above the
@@ -137,7 +143,6 @@ class ReplicaModel {
   /// Everything that depends only on the token count: GEMMs, memory ops, collectives (memoized), and a
   /// MoE layer's pieces at that count.
   const IterationBreakdown& per_token_count(int tokens) const;
-  double stage_linear(int tokens, IterationBreakdown& out) const;
   /// Two-batch overlap of the linear parts and attention in `parts` (both halves of a batch of
   /// `padded` tokens, `attention_per_layer_s` the whole batch's attention per layer).
   void overlap_two_batches(IterationBreakdown& parts, int padded, double attention_per_layer_s, bool prefill) const;
