@@ -51,10 +51,6 @@ int report_oom(const inference::ServeScenario& scenario, const inference::Replic
 
 // --iteration: the named batches' iterations on each pool, without a workload.
 int run_iteration_probes(const inference::ServingPlan& plan, const ServeOptions& o) {
-  if (o.sweep_rate || o.allow_oom || !o.timeline_file.empty() || !o.prometheus_file.empty() || !o.metrics.file.empty()) {
-    throw InputError("--iteration prices single iterations of replicas that fit, without running the workload: it takes no "
-                     "--sweep-rate, --allow-oom, --timeline, --prometheus or --metrics");
-  }
   std::vector<inference::IterationProbe> probes;
   for (const auto& text : o.iterations) probes.push_back(inference::parse_iteration_probe(text, "--iteration"));
   const auto results = inference::run_iteration_probes(plan, probes);
@@ -65,13 +61,15 @@ int run_iteration_probes(const inference::ServingPlan& plan, const ServeOptions&
 }
 
 int run_serve(const GlobalOptions& globals, const ServeOptions& o) {
+  if (!o.iterations.empty() &&
+      (o.sweep_rate || o.allow_oom || !o.timeline_file.empty() || !o.prometheus_file.empty() || !o.metrics.file.empty())) {
+    throw InputError("--iteration prices single iterations of replicas that fit, without running the workload: it takes no "
+                     "--sweep-rate, --allow-oom, --timeline, --prometheus or --metrics");
+  }
   const report::MetricsOptions metrics_opts = metrics_options(o.metrics);
   auto catalog = load_catalog(globals);
   const inference::ServeScenario scenario = inference::load_serve_scenario(o.scenario_file, o.sets, catalog);
   std::unique_ptr<inference::ServingPlan> built;
-  if (!o.iterations.empty() && o.allow_oom) {
-    throw InputError("--iteration prices single iterations of replicas that fit: it takes no --allow-oom");
-  }
   try {
     built = std::make_unique<inference::ServingPlan>(scenario);
   } catch (const inference::ReplicaDoesNotFit& error) {
