@@ -30,8 +30,9 @@ namespace {
 struct ClusterOptions {
   std::string cluster_file, jobs_file, policy = "backfill", placement = "topology", json_file, timeline_file;
   std::string repair = "4h", restart = "10min", rescale = "60s", watchdog = "10min", topology_conf, kueue;
-  std::vector<std::string> fail_nodes;
-  double failures_per_node_hour = 0, straggler_fraction = 0, straggler_slowdown = 0.10;
+  std::string group_repair = "4h", recovery = "restart", checkpointless_recovery = "105s";
+  std::vector<std::string> fail_nodes, fail_groups;
+  double failures_per_node_hour = 0, group_failures_per_group_hour = 0, straggler_fraction = 0, straggler_slowdown = 0.10;
   int spares = 0;
   bool contention = false;
   std::uint64_t seed = 1;
@@ -121,6 +122,30 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
     }
     run.options.failures.injected.push_back(failure);
   }
+  const int groups = run.shape.groups();
+  const std::string group_word = run.shape.nodes_per_domain > 1 && o.topology_conf.empty() ? "NVLink domain" : "leaf switch group";
+  if (!std::isfinite(o.group_failures_per_group_hour) || o.group_failures_per_group_hour < 0 || o.group_failures_per_group_hour > 1) {
+    throw InputError("--group-failures-per-group-hour " + std::to_string(o.group_failures_per_group_hour) +
+                     ": expected a rate from 0 to 1 per " + group_word + " and hour");
+  }
+  run.options.failures.group_failures_per_group_hour = o.group_failures_per_group_hour;
+  run.options.failures.group_repair_s = time_option("--group-repair", o.group_repair);
+  for (const auto& text : o.fail_groups) {
+    // GROUP@TIME: a placement group's index and a time of the trace ("2@6h").
+    const auto at = text.find('@');
+    char* end = nullptr;
+    const long group = at == std::string::npos ? -1 : std::strtol(text.substr(0, at).c_str(), &end, 10);
+    if (at == std::string::npos || at == 0 || *end != '\0' || group < 0 || group >= groups) {
+      throw InputError("--fail-group '" + text + "': expected GROUP@TIME with GROUP a " + group_word + " from 0 to " + std::to_string(groups - 1) +
+                       ", like 2@6h");
+    }
+    run.options.failures.injected_groups.push_back({time_option("--fail-group", text.substr(at + 1)), static_cast<int>(group)});
+  }
+  if (o.recovery != "restart" && o.recovery != "checkpointless") {
+    throw InputError("--recovery '" + o.recovery + "': expected restart (from the last checkpoint) or checkpointless (SageMaker HyperPod's in-process recovery)");
+  }
+  run.options.failures.recovery = o.recovery == "checkpointless" ? cluster::JobRecovery::checkpointless : cluster::JobRecovery::restart;
+  run.options.failures.checkpointless_recovery_s = time_option("--checkpointless-recovery", o.checkpointless_recovery);
   if (!std::isfinite(o.straggler_fraction) || o.straggler_fraction < 0 || o.straggler_fraction > 1) {
     throw InputError("--stragglers " + std::to_string(o.straggler_fraction) + ": expected a fraction of nodes from 0 to 1 (MegaScale saw about 0.005)");
   }
@@ -188,6 +213,13 @@ void register_cluster(CLI::App& app, const GlobalOptions& globals, Action& actio
   sub->add_option("--seed", o->seed, "seed of the failure draws")->check(CLI::NonNegativeNumber);
   sub->add_option("--fail-node", o->fail_nodes,
                   "fail a given node at a given time: NODE@TIME[:KIND], KIND hardware (default), software or hang, its cause drawn from the Llama 3 table, e.g. 3@6h:hang (repeatable)");
+  sub->add_option("--group-failures-per-group-hour", o->group_failures_per_group_hour,
+                  "correlated failures: a whole leaf switch group (or NVLink domain on UltraServer clusters) goes out at once (default 0: none)");
+  sub->add_option("--group-repair", o->group_repair, "time a failed group is out (default 4h)");
+  sub->add_option("--fail-group", o->fail_groups, "fail a given placement group at a given time: GROUP@TIME, e.g. 2@6h (repeatable)");
+  sub->add_option("--recovery", o->recovery,
+                  "restart (default: from the last checkpoint) or checkpointless (in-process recovery on a replacement node, the step in flight lost)");
+  sub->add_option("--checkpointless-recovery", o->checkpointless_recovery, "the checkpointless pause (default 105s: detection 30 s, re-forming 45 s, NCCL init 30 s)");
   sub->add_option("--watchdog", o->watchdog, "a hung collective is detected after this (default 10min, PyTorch's NCCL timeout)");
   sub->add_option("--stragglers", o->straggler_fraction, "fraction of nodes that run slow (default 0; MegaScale saw ~0.005)");
   sub->add_option("--straggler-slowdown", o->straggler_slowdown, "how much slower a straggler runs (default 0.10, MegaScale's)");

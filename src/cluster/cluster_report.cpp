@@ -77,6 +77,16 @@ json failures_by_cause(const ClusterResult& r) {
   return out;
 }
 
+json group_failures(const ClusterRun& run) {
+  json out = json::array();
+  for (const auto& g : run.result.group_failures) {
+    json ids = json::array();
+    for (int j : g.jobs) ids.push_back(run.jobs[j].id);
+    out.push_back({{"time_s", g.time_s}, {"group", g.group}, {"nodes", g.nodes}, {"jobs", ids}});
+  }
+  return out;
+}
+
 }  // namespace
 
 json to_json(const ClusterRun& run) {
@@ -96,7 +106,8 @@ json to_json(const ClusterRun& run) {
                     {"submit_s", s.submit_s}, {"duration_s", o.duration_s}, {"start_s", o.first_start_s}, {"end_s", o.end_s},
                     {"wait_s", o.first_start_s - s.submit_s}, {"completion_s", o.end_s - s.submit_s},
                     {"restarts", o.restarts}, {"preemptions", o.preemptions}, {"rescales", o.rescales}, {"min_nodes", s.min_nodes}, {"lost_s", o.lost_s},
-                    {"hangs", o.hangs}, {"spare_swaps", o.spare_swaps}, {"straggler_s", o.straggler_s}, {"contention_s", o.contention_s}, {"switches_spanned", o.groups_spanned},
+                    {"hangs", o.hangs}, {"spare_swaps", o.spare_swaps}, {"checkpointless_recoveries", o.checkpointless_recoveries},
+                    {"group_failures", o.group_failures}, {"straggler_s", o.straggler_s}, {"contention_s", o.contention_s}, {"switches_spanned", o.groups_spanned},
                     {"switches_needed", o.min_groups}});
     waits_by_queue[s.queue].push_back(o.first_start_s - s.submit_s);
   }
@@ -119,6 +130,11 @@ json to_json(const ClusterRun& run) {
                             {"seed", run.options.failures.seed}, {"node_failures", r.node_failures},
                             {"by_cause", failures_by_cause(r)}, {"watchdog_s", run.options.failures.watchdog_s},
                             {"hangs", r.hangs}, {"software_restarts", r.software_restarts},
+                            {"group_failures_per_group_hour", run.options.failures.group_failures_per_group_hour},
+                            {"group_repair_s", run.options.failures.group_repair_s}, {"group_failures", group_failures(run)},
+                            {"recovery", to_string(run.options.failures.recovery)},
+                            {"checkpointless_recovery_s", run.options.failures.checkpointless_recovery_s},
+                            {"checkpointless_recoveries", r.checkpointless_recoveries},
                             {"spares", {{"nodes", run.options.failures.spare_nodes}, {"swaps", r.spare_swaps}, {"exhausted", r.spares_exhausted},
                                         {"gpu_hours", r.spare_node_s * gpn / 3600}}},
                             {"stragglers", {{"fraction", run.options.failures.straggler_fraction}, {"slowdown", run.options.failures.straggler_slowdown},
@@ -188,10 +204,22 @@ std::string to_text(const ClusterRun& run) {
   std::snprintf(line, sizeof line, "  placement: %d of %zu jobs span more %s than they need\n", t.spread_more_than_needed, t.jcts.size(),
                 run.shape.nodes_per_domain > 1 ? "NVLink domains" : "leaf switches");
   out += line;
-  if (r.node_failures > 0) {
+  if (r.node_failures > 0 || !r.group_failures.empty()) {
     std::snprintf(line, sizeof line, "  failures: %d node failures, %d job restarts, %.0f GPU-hours lost (%.2f %% of capacity)\n",
                   r.node_failures, t.restarts, r.lost_node_s * run.shape.gpus_per_node / 3600, 100 * t.lost);
     out += line;
+    if (!r.group_failures.empty()) {
+      int jobs_hit = 0;
+      for (const auto& g : r.group_failures) jobs_hit += static_cast<int>(g.jobs.size());
+      std::snprintf(line, sizeof line, "    %zu %s failures (each took all its nodes out for %s), hitting %d running jobs\n", r.group_failures.size(),
+                    run.shape.nodes_per_domain > 1 ? "NVLink domain" : "leaf switch group", duration(run.options.failures.group_repair_s).c_str(), jobs_hit);
+      out += line;
+    }
+    if (run.options.failures.recovery == JobRecovery::checkpointless) {
+      std::snprintf(line, sizeof line, "    checkpointless: %d failures recovered in process (%s pause each, the step in flight lost)\n",
+                    r.checkpointless_recoveries, duration(run.options.failures.checkpointless_recovery_s).c_str());
+      out += line;
+    }
     if (r.hangs > 0 || r.software_restarts > 0) {
       std::snprintf(line, sizeof line, "    %d hangs (each held its nodes until the %s watchdog), %d software restarts on the same nodes\n", r.hangs,
                     duration(run.options.failures.watchdog_s).c_str(), r.software_restarts);
@@ -244,6 +272,10 @@ json timeline_json(const ClusterRun& run) {
                           {"pid", 0}, {"tid", n}, {"ts", r.start_s * 1e6}, {"dur", (r.end_s - r.start_s) * 1e6}});
       }
     }
+  }
+  for (const auto& g : run.result.group_failures) {  // a marker across the time line where a group went out
+    events.push_back({{"ph", "i"}, {"s", "p"}, {"name", "group " + std::to_string(g.group) + " failed"}, {"cat", "failure"},
+                      {"pid", 0}, {"tid", 0}, {"ts", g.time_s * 1e6}});
   }
   return json{{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }

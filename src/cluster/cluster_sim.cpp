@@ -11,7 +11,9 @@ namespace fmsim::cluster::detail {
 
 Simulation::Simulation(const ClusterShape& shape, std::vector<JobSpec> jobs, const SimOptions& options)
     : shape_(shape), jobs_(std::move(jobs)), options_(options), rng_(options.failures.seed), node_(shape.nodes, kFree),
-      group_free_(shape.groups(), 0), members_(shape.group_members()), state_(jobs_.size()) {
+      group_free_(shape.groups(), 0), members_(shape.group_members()), state_(jobs_.size()),
+      group_rng_(options.failures.seed ^ 0x47524F5550464C54ULL) {
+  down_holds_.assign(shape.nodes, 0);
   for (int n = 0; n < shape.nodes; ++n) ++group_free_[group_of(n)];
   free_ = shape.nodes;
   result_.jobs.resize(jobs_.size());
@@ -36,6 +38,12 @@ Simulation::Simulation(const ClusterShape& shape, std::vector<JobSpec> jobs, con
   if (failure_rate_per_s_ > 0) schedule_failure(jobs_.empty() ? 0.0 : jobs_.front().submit_s);
   const auto& injected = options_.failures.injected;
   for (std::size_t i = 0; i < injected.size(); ++i) push(injected[i].time_s, EventKind::failure, injected[i].node, -1 - static_cast<int>(i));
+  group_failure_rate_per_s_ = options.failures.group_failures_per_group_hour * groups() / 3600.0;
+  if (group_failure_rate_per_s_ > 0) schedule_group_failure(jobs_.empty() ? 0.0 : jobs_.front().submit_s);
+  for (const auto& g : options_.failures.injected_groups) {
+    if (g.group < 0 || g.group >= groups()) throw std::logic_error("an injected group failure outside the cluster's groups");
+    push(g.time_s, EventKind::group_failure, g.group, -1);
+  }
   setup_spares_and_stragglers();
 }
 
@@ -79,6 +87,11 @@ int Simulation::min_groups(int count) const {
 void Simulation::schedule_failure(double after) {
   std::exponential_distribution<double> gap(failure_rate_per_s_);
   push(after + gap(rng_), EventKind::failure, 0);
+}
+
+void Simulation::schedule_group_failure(double after) {
+  std::exponential_distribution<double> gap(group_failure_rate_per_s_);
+  push(after + gap(group_rng_), EventKind::group_failure, 0);
 }
 
 void Simulation::advance(double now) {
@@ -127,11 +140,28 @@ void Simulation::handle(const Event& e, double now) {
     case EventKind::hang: {
       auto& s = state_[e.index];
       if (!s.running || s.run != e.run) break;  // stale: a failure or preemption ended the hung run first
+      if (checkpointless()) {  // the healthy processes re-form on the same nodes
+        recover_in_process(e.index, s.nodes, now);
+        break;
+      }
       const std::vector<int> nodes = s.nodes;
       interrupt(e.index, now);
       start(e.index, now, nodes);  // restarted on the same nodes
       break;
     }
+    case EventKind::group_failure: {
+      if (e.run < 0) {  // injected
+        fail_group(e.index, now);
+        break;
+      }
+      std::uniform_int_distribution<int> pick(0, groups() - 1);
+      fail_group(pick(group_rng_), now);
+      if (done_ < static_cast<int>(jobs_.size())) schedule_group_failure(now);
+      break;
+    }
+    case EventKind::group_repair:
+      for (int n : members_[e.index]) bring_up(n);
+      break;
     case EventKind::failure: {
       if (e.run < 0) {  // injected: a given node
         fail(e.index, now, options_.failures.injected[-1 - e.run].recovery);
@@ -143,15 +173,7 @@ void Simulation::handle(const Event& e, double now) {
       break;
     }
     case EventKind::repair:
-      --down_;
-      if (spare_free_ < options_.failures.spare_nodes) {  // the spare pool first
-        node_[e.index] = kSpare;
-        ++spare_free_;
-        break;
-      }
-      node_[e.index] = kFree;
-      ++free_;
-      ++group_free_[group_of(e.index)];
+      bring_up(e.index);
       break;
   }
 }
@@ -301,5 +323,7 @@ std::string to_string(Policy policy) {
 }
 
 std::string to_string(Placement placement) { return placement == Placement::spread ? "spread" : "topology"; }
+
+std::string to_string(JobRecovery recovery) { return recovery == JobRecovery::checkpointless ? "checkpointless" : "restart"; }
 
 }  // namespace fmsim::cluster

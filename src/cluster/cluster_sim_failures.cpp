@@ -28,18 +28,28 @@ void Simulation::fail(int node, double now, std::optional<Recovery> forced) {
       return;
     }
     ++result_.software_restarts;
+    if (checkpointless()) {  // the crashed process restarts in place; its peers hold its state
+      recover_in_process(job, s.nodes, now);
+      return;
+    }
     const std::vector<int> nodes = s.nodes;
     interrupt(job, now);
     start(job, now, nodes);
     return;
   }
-  if (node_[node] == kSpare) --spare_free_;
   std::vector<int> restart_on;  // a hot spare takes the failed node's place
   if (job >= 0) {
     const int j = job;
+    std::vector<int> replacement;
     // An elastic job goes on without the node (a hung one cannot: it restarts, its progress stopped).
     if (jobs_[j].min_nodes > 0 && static_cast<int>(state_[j].nodes.size()) - 1 >= jobs_[j].min_nodes && state_[j].hung_since < 0) {
       shrink(j, node, now);
+    } else if (checkpointless() && !(replacement = replacements(j, 1, group_of(node), -1)).empty()) {
+      auto nodes = state_[j].nodes;
+      std::replace(nodes.begin(), nodes.end(), node, replacement.front());
+      release({node}, now);
+      claim(j, replacement, now);
+      recover_in_process(j, std::move(nodes), now);
     } else {
       if (options_.failures.spare_nodes > 0) {
         const int spare = take_spare(group_of(node));
@@ -55,15 +65,39 @@ void Simulation::fail(int node, double now, std::optional<Recovery> forced) {
       interrupt(j, now);
     }
   }
-  // The node (now free) goes to repair.
-  if (node_[node] == kFree) {
-    --free_;
-    --group_free_[group_of(node)];
-  }
-  node_[node] = kDown;
-  ++down_;
+  take_down(node);  // the node (free, a spare, or let go by its job) goes to repair
   push(now + options_.failures.repair_s, EventKind::repair, node);
   if (!restart_on.empty()) start(job, now, restart_on);
+}
+
+void Simulation::take_down(int n) {
+  if (node_[n] == kDown) {
+    ++down_holds_[n];
+    return;
+  }
+  if (node_[n] >= 0) throw std::logic_error("a node taken down while a job holds it");
+  if (node_[n] == kFree) {
+    --free_;
+    --group_free_[group_of(n)];
+  } else {  // kSpare
+    --spare_free_;
+  }
+  node_[n] = kDown;
+  down_holds_[n] = 1;
+  ++down_;
+}
+
+void Simulation::bring_up(int n) {
+  if (--down_holds_[n] > 0) return;  // still out for another reason (its group, or its own repair)
+  --down_;
+  if (spare_free_ < options_.failures.spare_nodes) {  // the spare pool first
+    node_[n] = kSpare;
+    ++spare_free_;
+    return;
+  }
+  node_[n] = kFree;
+  ++free_;
+  ++group_free_[group_of(n)];
 }
 
 void Simulation::setup_spares_and_stragglers() {
@@ -86,18 +120,19 @@ void Simulation::setup_spares_and_stragglers() {
   }
 }
 
-int Simulation::take_spare(int group) {
+int Simulation::take_spare(int group, int avoid) {
   if (spare_free_ == 0) return -1;
   int pick = -1;
-  for (int n : members_[group]) {
+  for (int n : group >= 0 && group != avoid ? members_[group] : std::vector<int>{}) {
     if (node_[n] == kSpare) {
       pick = n;
       break;
     }
   }
   for (int n = shape_.nodes - 1; pick < 0 && n >= 0; --n) {
-    if (node_[n] == kSpare) pick = n;
+    if (node_[n] == kSpare && group_of(n) != avoid) pick = n;
   }
+  if (pick < 0) return -1;
   node_[pick] = kFree;
   --spare_free_;
   ++free_;

@@ -21,13 +21,13 @@
 namespace fmsim::cluster::detail {
 
 // At one instant: repairs and completions free nodes first; a hang's watchdog fires before new failures.
-enum class EventKind { repair, finish, hang, failure, submit };
+enum class EventKind { repair, group_repair, finish, hang, failure, group_failure, submit };
 
 struct Event {
   double time = 0;
   EventKind kind = EventKind::submit;
   long long seq = 0;
-  int index = 0;  ///< job (submit, finish, hang), node (repair, injected failure); unused for a random failure
+  int index = 0;  ///< job (submit, finish, hang), node (repair, injected failure), group (group failure and repair)
   int run = 0;    ///< finish, hang: the run it ends (a failure makes older ones stale); injected failure: -1 - its index
   bool operator>(const Event& o) const {
     if (time != o.time) return time > o.time;
@@ -65,6 +65,7 @@ class Simulation {
   void push(double time, EventKind kind, int index, int run = 0) { events_.push({time, kind, seq_++, index, run}); }
 
   void schedule_failure(double after);
+  void schedule_group_failure(double after);
 
   /// Integrates the busy, down and idle-while-waiting node-seconds up to `now`.
   void advance(double now);
@@ -76,6 +77,22 @@ class Simulation {
   /// Node `node` fails now, with a cause drawn from the Llama 3 table (of the given recovery when one is
   /// given); what follows depends on the cause's recovery (failure_causes.hpp).
   void fail(int node, double now, std::optional<Recovery> forced = std::nullopt);
+  /// Placement group `group` fails now: each of its nodes is out until the group's repair; the jobs on
+  /// them go on without those nodes (elastic), from in process on replacements (checkpointless), restart
+  /// on hot spares, or requeue.
+  void fail_group(int group, double now);
+  /// Node n goes out (free, spare or already out; a job's node only after the job let it go): one more
+  /// reason for it to stay down.
+  void take_down(int n);
+  /// One reason fewer; with none left it returns, to the spare pool first.
+  void bring_up(int n);
+  /// `count` replacement nodes for job j's checkpointless recovery, outside group `avoid` (-1: none): hot
+  /// spares (of group `prefer` first), then free nodes, fewest groups first; empty if there are not enough.
+  std::vector<int> replacements(int j, int count, int prefer, int avoid);
+  /// Job j goes on from in process on `nodes` (its healthy nodes and the claimed replacements): the step
+  /// in flight is lost, the rest kept; it pauses for the checkpointless recovery.
+  void recover_in_process(int j, std::vector<int> nodes, double now);
+  bool checkpointless() const { return options_.failures.recovery == JobRecovery::checkpointless; }
 
   // ---- Contention between scenario jobs (SimOptions::contention_at) ----
   bool is_scenario(int j) const { return options_.contention_at && !jobs_[j].scenario.empty(); }
@@ -92,8 +109,9 @@ class Simulation {
   // ---- Hot spares and stragglers ----
   /// The highest-numbered nodes become the spare pool; straggler nodes are drawn once per seed.
   void setup_spares_and_stragglers();
-  /// A spare for a failed node of group `group` (one in the same group first), now a free node; -1: none.
-  int take_spare(int group);
+  /// A spare for a failed node of group `group` (one in the same group first, none in group `avoid`), now a
+  /// free node; -1: none.
+  int take_spare(int group, int avoid = -1);
   /// The pace of a synchronous job on `nodes`: its slowest node's.
   double speed_on(const std::vector<int>& nodes) const;
   /// Adds what stragglers and contention added to a run's time (the rest is its work or lost).
@@ -158,6 +176,7 @@ class Simulation {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   long long seq_ = 0;
   std::vector<int> node_;        ///< job index, kFree, kDown or kSpare
+  std::vector<int> down_holds_;  ///< per node: outstanding reasons it is down (its own repair, its group's)
   std::vector<int> group_free_;  ///< free nodes per leaf switch (or NVLink domain)
   std::vector<std::vector<int>> members_;  ///< the nodes of each group
   std::vector<JobState> state_;
@@ -188,6 +207,8 @@ class Simulation {
   std::set<int> running_;
   int free_ = 0, busy_ = 0, down_ = 0, done_ = 0;
   double failure_rate_per_s_ = 0;
+  double group_failure_rate_per_s_ = 0;
+  std::mt19937_64 group_rng_;    ///< group failures draw from their own stream (node failures draw the same either way)
   double last_time_ = 0;
   ClusterResult result_;
 };

@@ -60,12 +60,23 @@ def gpu_hours_are_conserved_and_failures_cost_time():
 @test
 def the_result_validates_and_the_timeline_holds_every_run():
     out, timeline = os.path.join(TMP, "r.json"), os.path.join(TMP, "t.json")
-    proc = run("cluster", CLUSTER, TRACE, "--json", out, "--timeline", timeline, "--node-failures-per-node-hour", "0.002")
+    proc = run("cluster", CLUSTER, TRACE, "--json", out, "--timeline", timeline, "--node-failures-per-node-hour", "0.002",
+               "--group-failures-per-group-hour", "0.005", "--seed", "3")
     assert proc.returncode == 0, proc.stderr
     doc, trace = json.load(open(out)), json.load(open(timeline))
     spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     busy = sum(e["dur"] for e in spans) / 1e6 * 8 / 3600
     assert abs(busy - doc["gpu_hours"]["busy"]) < 1e-6 * busy
+    # Each group failure is marked, and no job runs on a node of a group while the group is out.
+    outages = doc["failures"]["group_failures"]
+    assert outages, "the seed draws no group failure"
+    assert len([e for e in trace["traceEvents"] if e["ph"] == "i"]) == len(outages)
+    per_group, repair_us = doc["cluster"]["nodes_per_switch_group"], doc["failures"]["group_repair_s"] * 1e6
+    for g in outages:
+        start = g["time_s"] * 1e6
+        for e in spans:
+            if e["tid"] // per_group == g["group"]:
+                assert e["ts"] + e["dur"] <= start + 1e-3 or e["ts"] >= start + repair_us - 1e-3, (g, e)
     # No node runs two jobs at once.
     by_node = {}
     for e in spans:
@@ -438,6 +449,33 @@ def kueue_topology_aware_scheduling_holds_a_required_job_for_one_switch():
 
 
 @test
+def a_group_failure_restarts_its_jobs_or_they_go_on_checkpointless():
+    # 16 nodes in two groups of 8 (leaf switches); one 4-node job, 2 h, checkpoints every 30 min, on group 0.
+    cluster = write(TMP, "p5-16-2groups.json", json.dumps({
+        "name": "p5-16", "description": "test", "instance_type": "p5.48xlarge", "nodes": 16,
+        "fabric": {"topology": "rail-optimized", "nodes_per_leaf": 8, "oversubscription": 1.0}}))
+    trace = write(TMP, "one-job.jsonl", '{"id": "a", "nodes": 4, "duration": "2h", "checkpoint_interval": "30min"}\n')
+    base = ["cluster", cluster, trace, "--fail-group", "0@40min", "--restart", "10min", "--group-repair", "3h"]
+    doc = run_json(*base)
+    validate_against_schema(doc)
+    assert doc["failures"]["group_failures"] == [{"time_s": 2400.0, "group": 0, "nodes": 8, "jobs": ["a"]}], doc["failures"]["group_failures"]
+    assert doc["failures"]["recovery"] == "restart"
+    job = doc["per_job"][0]
+    # from its 30 min checkpoint on group 1 at once: 40 min + 10 min + 90 min
+    assert job["restarts"] == 1 and job["group_failures"] == 1 and abs(job["end_s"] - 8400) < 1e-6, job
+    assert all(n >= 8 for n in job["runs"][-1]["nodes"]), job["runs"]
+    doc = run_json(*base, "--recovery", "checkpointless", "--checkpointless-recovery", "2min")
+    validate_against_schema(doc)
+    job = doc["per_job"][0]
+    # in process on group 1: 40 min + 2 min + 80 min, nothing but the pause lost
+    assert job["restarts"] == 0 and job["checkpointless_recoveries"] == 1, job
+    assert abs(job["end_s"] - 7320) < 1e-6 and abs(job["lost_s"] - 120) < 1e-6, job
+    assert doc["failures"]["checkpointless_recoveries"] == 1
+    text = run(*base, "--recovery", "checkpointless").stdout
+    assert "1 leaf switch group failures" in text and "checkpointless: 1 failures recovered in process" in text, text
+
+
+@test
 def bad_traces_and_options_exit_2():
     out = os.path.join(TMP, "bad.json")
     cases = [
@@ -459,6 +497,12 @@ def bad_traces_and_options_exit_2():
     expect_bad_input(["cluster", CLUSTER, TRACE, "--policy", "lottery", "--json", out], ["--policy", "lottery"], out)
     expect_bad_input(["cluster", CLUSTER, TRACE, "--repair", "soon", "--json", out], ["--repair"], out)
     expect_bad_input(["cluster", CLUSTER, os.path.join(TMP, "missing.jsonl"), "--json", out], ["missing.jsonl"], out)
+    expect_bad_input(["cluster", CLUSTER, TRACE, "--fail-group", "2@1h", "--json", out], ["--fail-group", "2@1h", "from 0 to 1"], out)
+    expect_bad_input(["cluster", CLUSTER, TRACE, "--fail-group", "0at1h", "--json", out], ["--fail-group", "GROUP@TIME"], out)
+    expect_bad_input(["cluster", CLUSTER, TRACE, "--recovery", "pray", "--json", out], ["--recovery", "pray", "checkpointless"], out)
+    expect_bad_input(["cluster", CLUSTER, TRACE, "--group-failures-per-group-hour", "-1", "--json", out],
+                     ["--group-failures-per-group-hour", "expected a rate"], out)
+    expect_bad_input(["cluster", CLUSTER, TRACE, "--checkpointless-recovery", "fast", "--json", out], ["--checkpointless-recovery"], out)
 
 
 if __name__ == "__main__":

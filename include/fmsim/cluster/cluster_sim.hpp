@@ -25,6 +25,14 @@ enum class Policy { fifo, backfill, priority, kueue };
 /// UltraServer clusters: best fit into one, else the emptiest first). spread: the Kubernetes default
 /// scheduler's least-allocated scoring, which spreads a gang's pods over the emptiest switches.
 enum class Placement { topology, spread };
+/// How a running job recovers from a failure of one of its nodes (or a software fault or a hang):
+/// - restart: it stops and runs again from its last checkpoint (on a hot spare at once, or through the
+///   queue), paying FailureModel::restart_s;
+/// - checkpointless: SageMaker HyperPod's checkpointless training: the healthy processes stay up, a
+///   replacement node (a hot spare, else a free node) joins, and the state comes from the peers that hold
+///   the same shards (peer-to-peer state replication), so only the step in flight is lost; the job pauses
+///   for FailureModel::checkpointless_recovery_s. With no replacement node free it restarts as above.
+enum class JobRecovery { restart, checkpointless };
 
 struct ClusterShape {
   int nodes = 1;
@@ -59,6 +67,16 @@ struct FailureModel {
   /// restarts from its checkpoint on the rest of its nodes and the spare instead of waiting in the queue);
   /// a repaired node refills the pool before it returns to scheduling.
   int spare_nodes = 0;
+  /// Correlated failures: a whole placement group (a leaf switch with the nodes under it, or an NVLink
+  /// domain on UltraServer clusters: a switch tray, the rack's power or cooling) goes out at once, every
+  /// node in it unusable until the group is repaired after group_repair_s. 0: none.
+  double group_failures_per_group_hour = 0;
+  double group_repair_s = 4 * 3600.0;
+  JobRecovery recovery = JobRecovery::restart;
+  /// The checkpointless pause: detection by an in-job agent (30 s) + re-forming the job without a relaunch
+  /// (45 s) + NCCL initialisation (30 s), the estimates `fmsim checkpoint` uses for in-process recovery
+  /// (storage/goodput.hpp), within AWS's "under 2 minutes".
+  double checkpointless_recovery_s = 105.0;
   struct Injected {
     double time_s = 0;
     int node = 0;
@@ -67,6 +85,12 @@ struct FailureModel {
   };
   /// Failures of given nodes at given times (seconds of the trace), besides the random ones.
   std::vector<Injected> injected;
+  struct InjectedGroup {
+    double time_s = 0;
+    int group = 0;
+  };
+  /// Failures of given placement groups at given times.
+  std::vector<InjectedGroup> injected_groups;
   std::uint64_t seed = 1;
 };
 
@@ -108,6 +132,8 @@ struct JobOutcome {
   double contention_s = 0;   ///< run time added by other jobs' traffic on links it shares
   int hangs = 0;             ///< runs a hung collective stopped (detected by the watchdog)
   int spare_swaps = 0;       ///< failed nodes a hot spare replaced
+  int checkpointless_recoveries = 0;  ///< failures it went on from in process (JobRecovery::checkpointless)
+  int group_failures = 0;    ///< placement-group failures that hit it
   std::vector<JobRun> runs;
 };
 
@@ -141,6 +167,14 @@ struct ClusterResult {
     int job = -1;   ///< the job running on the node, if any
   };
   std::vector<Failure> failures;  ///< every node failure, in time order
+  struct GroupFailure {
+    double time_s = 0;
+    int group = 0;
+    int nodes = 0;          ///< nodes in the group
+    std::vector<int> jobs;  ///< the jobs running on its nodes
+  };
+  std::vector<GroupFailure> group_failures;  ///< every placement-group failure, in time order
+  int checkpointless_recoveries = 0;  ///< failures jobs went on from in process
   long long events = 0;
 };
 
@@ -149,5 +183,6 @@ ClusterResult simulate_cluster(const ClusterShape& shape, const std::vector<JobS
 
 std::string to_string(Policy policy);
 std::string to_string(Placement placement);
+std::string to_string(JobRecovery recovery);
 
 }  // namespace fmsim::cluster

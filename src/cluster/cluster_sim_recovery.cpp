@@ -1,0 +1,115 @@
+// Correlated failures and checkpointless recovery in the shared-cluster simulation
+// (cluster_simulation.hpp; docs/model.md "Shared cluster"): a whole placement group (a leaf switch, or an
+// NVLink domain) going out at once, and jobs that go on from in process on a replacement node instead of
+// restarting from their last checkpoint.
+#include "cluster_simulation.hpp"
+
+#include <cmath>
+
+namespace fmsim::cluster::detail {
+
+std::vector<int> Simulation::replacements(int j, int count, int prefer, int avoid) {
+  // Enough nodes first (hot spares outside the group, then free nodes there: the group's own free nodes
+  // are already out when its failure asks), or none taken.
+  int spares = 0, free_elsewhere = 0;
+  for (int n = 0; n < shape_.nodes; ++n) {
+    if (group_of(n) == avoid) continue;
+    if (node_[n] == kSpare) ++spares;
+    if (node_[n] == kFree) ++free_elsewhere;
+  }
+  if (spares + free_elsewhere < count) return {};
+  std::vector<int> nodes;
+  while (static_cast<int>(nodes.size()) < count && spare_free_ > 0) {
+    const int spare = take_spare(prefer, avoid);
+    if (spare < 0) break;
+    nodes.push_back(spare);
+    ++result_.spare_swaps;
+    ++result_.jobs[j].spare_swaps;
+  }
+  if (const int rest = count - static_cast<int>(nodes.size()); rest > 0) {
+    const auto more = detail::place_nodes(rest, Placement::topology, members_, group_free_,
+                                          [this, avoid](int n) { return node_[n] == kFree && group_of(n) != avoid; });
+    nodes.insert(nodes.end(), more.begin(), more.end());
+  }
+  return nodes;
+}
+
+void Simulation::recover_in_process(int j, std::vector<int> nodes, double now) {
+  auto& s = state_[j];
+  auto& outcome = result_.jobs[j];
+  const double ran = now - s.progress.start_s();
+  const double progress_end = s.hung_since >= 0 ? std::min(now, s.hung_since) : now;  // a hang stopped progress
+  const double worked = std::min(s.remaining_s, s.progress.work_done(progress_end));
+  // The peers hold the state of the last finished step: a scenario job loses the step in flight; a job
+  // given by its duration has no step to lose.
+  const double step_s = jobs_[j].steps > 0 && jobs_[j].duration_s > 0 ? jobs_[j].duration_s / static_cast<double>(jobs_[j].steps) : 0.0;
+  const double kept = step_s > 0 ? std::floor(worked / step_s) * step_s : worked;
+  const auto split = s.progress.split(kept, progress_end);
+  s.remaining_s -= kept;
+  outcome.lost_s += ran - split.time_s;
+  result_.lost_node_s += (ran - split.time_s) * s.nodes.size();
+  attribute(j, split);
+  outcome.runs.push_back({s.progress.start_s(), now, s.nodes, true});
+  ++outcome.checkpointless_recoveries;
+  ++result_.checkpointless_recoveries;
+  s.nodes = std::move(nodes);
+  s.hung_since = -1;
+  s.progress.begin(now, options_.failures.checkpointless_recovery_s, static_cast<double>(s.nodes.size()) / jobs_[j].nodes,
+                   speed_on(s.nodes), 1.0);
+  ++s.run;
+  push_finish(j);
+  neighbours_changed(j);
+}
+
+void Simulation::fail_group(int group, double now) {
+  const auto& members = members_[group];
+  ClusterResult::GroupFailure record{now, group, static_cast<int>(members.size()), {}};
+  std::set<int> hit;
+  for (int n : members) {
+    if (node_[n] >= 0) hit.insert(node_[n]);
+  }
+  record.jobs.assign(hit.begin(), hit.end());
+  result_.group_failures.push_back(record);
+  // The group's idle nodes (free, spare, or already in repair) go out first, so that no job takes them.
+  for (int n : members) {
+    if (node_[n] < 0) take_down(n);
+  }
+  for (int j : hit) {
+    auto& s = state_[j];
+    ++result_.jobs[j].group_failures;
+    std::vector<int> lost, kept;
+    for (int n : s.nodes) (group_of(n) == group ? lost : kept).push_back(n);
+    const int count = static_cast<int>(lost.size());
+    std::vector<int> swap_in, restart_on;
+    if (jobs_[j].min_nodes > 0 && static_cast<int>(kept.size()) >= jobs_[j].min_nodes && s.hung_since < 0) {
+      // Elastic: it goes on with the nodes outside the group.
+      release(lost, now);
+      release_quota_part(j, now, count * static_cast<double>(shape_.gpus_per_node));
+      rescale(j, std::move(kept), now);
+    } else if (checkpointless() && !(swap_in = replacements(j, count, -1, group)).empty()) {
+      release(lost, now);
+      claim(j, swap_in, now);
+      kept.insert(kept.end(), swap_in.begin(), swap_in.end());
+      recover_in_process(j, std::move(kept), now);
+    } else {
+      if (options_.failures.spare_nodes > 0) {
+        int outside = 0;
+        for (int n = 0; n < shape_.nodes; ++n) outside += node_[n] == kSpare && group_of(n) != group ? 1 : 0;
+        if (outside >= count) {
+          restart_on = kept;
+          for (int k = 0; k < count; ++k) restart_on.push_back(take_spare(-1, group));
+          result_.spare_swaps += count;
+          result_.jobs[j].spare_swaps += count;
+        } else {
+          ++result_.spares_exhausted;
+        }
+      }
+      interrupt(j, now);
+    }
+    for (int n : lost) take_down(n);
+    if (!restart_on.empty()) start(j, now, restart_on);
+  }
+  push(now + options_.failures.group_repair_s, EventKind::group_repair, group);
+}
+
+}  // namespace fmsim::cluster::detail
