@@ -93,7 +93,7 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   run.options.placement = o.placement == "spread" ? cluster::Placement::spread : cluster::Placement::topology;
   if (!std::isfinite(o.failures_per_node_hour) || o.failures_per_node_hour < 0 || o.failures_per_node_hour > 1) {
     throw InputError("--node-failures-per-node-hour " + std::to_string(o.failures_per_node_hour) +
-                     ": expected a rate from 0 to 1 per node-hour (Llama 3's 16,384-GPU run saw about 0.0003 per 8-GPU node-hour)");
+                     ": expected a rate from 0 to 1 per node-hour (Llama 3's 16,384-GPU run saw about 0.00016 per 8-GPU node-hour: 419 in 54 days on 2,048 nodes)");
   }
   run.options.failures.node_failures_per_node_hour = o.failures_per_node_hour;
   run.options.failures.repair_s = time_option("--repair", o.repair);
