@@ -10,6 +10,9 @@
 
 namespace fmsim::workload::detail {
 
+/// A node's identity: who runs it, what kind it is, where its time is booked, and its name.
+TraceNode node_of(int rank, NodeType type, Category category, std::string name);
+
 struct Communicators {
   int tp = -1, cp = -1, dp_cp = -1, ep = -1, edp = -1, etp = -1;
 };
