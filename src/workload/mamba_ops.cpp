@@ -5,9 +5,14 @@
 // (Tri Dao's causal-conv1d), the SSD chunked scan (mamba_ssm ops/triton/ssd_combined.py: chunk_cumsum,
 // chunk_state, state_passing, bmm_chunk, chunk_scan), the gated RMSNorm, out_proj (row-parallel). Context
 // parallelism (MambaContextParallel) trades the sequence split for a head split with an all-to-all before
-// the conv1d and one after the scan. The SSD kernels are costed by the HBM bytes they move: the five
-// unfused kernels are "mostly bottlenecked by memory bandwidth and latency" (PyTorch blog, "Accelerating
-// Mamba2 with kernel fusion", 2025), writing and re-reading their fp32 intermediates.
+// the conv1d and one after the scan. Each SSD kernel takes the longer of the HBM bytes it moves (the five
+// unfused kernels are "mostly bottlenecked by memory bandwidth and latency", PyTorch blog, "Accelerating
+// Mamba2 with kernel fusion", 2025, writing and re-reading their fp32 intermediates) and its matrix
+// products at the Triton kernels' own rate, which does not grow with the GPU generation (ssd_kernels.hpp).
+#include <algorithm>
+
+#include "fmsim/compute/compute_model.hpp"
+#include "fmsim/compute/ssd_kernels.hpp"
 #include "fmsim/workload/memory.hpp"
 #include "trace_builder_internal.hpp"
 
@@ -36,29 +41,56 @@ SsdBytes ssd_bytes(const TraceWriter& w) {
   return b;
 }
 
+/// Per-token tensor-core work of the SSD's matrix products on one rank: a chunk's states from B and x
+/// (P x N per head), the output from the states and C, the intra-chunk output (Q keys per token, P
+/// values per head), C B^T within each chunk (Q x N per group).
+struct SsdFlops {
+  double hpn, hqp, gqn;  ///< 2 H P N, 2 H Q P, 2 G Q N per token
+};
+
+SsdFlops ssd_flops(const TraceWriter& w) {
+  const MambaShape& s = w.s.model.hybrid.mamba;
+  const double tp = w.s.parallelism.tp, H = s.heads / tp, G = s.groups / tp, P = s.head_dim, N = s.state, Q = s.chunk;
+  return {2.0 * H * P * N, 2.0 * H * Q * P, 2.0 * G * Q * N};
+}
+
+/// One SSD kernel (compute/ssd_kernels.hpp): its HBM bytes at the GPU's bandwidth or its matrix products at
+/// the Triton kernels' rate, whichever takes longer.
+int ssd_kernel(TraceWriter& w, int rank, const char* name, double bytes, double flops, bool backward, int after) {
+  TraceNode node = w.compute(rank, name, Kernel::memory);
+  node.bytes = bytes;
+  node.flops = flops;
+  const double rate = backward ? compute::kSsdBackwardFlopRate : compute::kSsdForwardFlopRate;
+  node.duration_s = std::max(compute::ComputeModel(w.s.cluster.gpu).memory_s(bytes), compute::kMemoryKernelOverhead_s + flops / rate);
+  node.deps = after_of(after);
+  return w.add(std::move(node));
+}
+
 int ssd_forward(TraceWriter& w, int rank, int after) {
   const SsdBytes b = ssd_bytes(w);
+  const SsdFlops f = ssd_flops(w);
   const double t = w.tokens;
-  int node = w.memory(rank, "ssd.chunk_cumsum", t * (b.dt / 4 + b.dt), after_of(after));
-  node = w.memory(rank, "ssd.chunk_state", t * (b.b + b.x + b.dt + b.states), {node});
-  node = w.memory(rank, "ssd.state_passing", t * 2 * b.states, {node});
-  node = w.memory(rank, "ssd.bmm_chunk", t * (b.c + b.b + b.cb), {node});
-  return w.memory(rank, "ssd.chunk_scan", t * (b.cb + b.x + b.dt + b.c + b.states + b.y), {node});
+  int node = ssd_kernel(w, rank, "ssd.chunk_cumsum", t * (b.dt / 4 + b.dt), 0, false, after);
+  node = ssd_kernel(w, rank, "ssd.chunk_state", t * (b.b + b.x + b.dt + b.states), t * f.hpn, false, node);
+  node = ssd_kernel(w, rank, "ssd.state_passing", t * 2 * b.states, 0, false, node);
+  node = ssd_kernel(w, rank, "ssd.bmm_chunk", t * (b.c + b.b + b.cb), t * f.gqn, false, node);
+  return ssd_kernel(w, rank, "ssd.chunk_scan", t * (b.cb + b.x + b.dt + b.c + b.states + b.y), t * (f.hqp + f.hpn), false, node);
 }
 
 /// _mamba_chunk_scan_combined_bwd: recomputes the chunk states, then the gradient kernels.
 int ssd_backward(TraceWriter& w, int rank, int after) {
   const SsdBytes b = ssd_bytes(w);
+  const SsdFlops f = ssd_flops(w);
   const double t = w.tokens;
-  int node = w.memory(rank, "ssd.bwd.recompute_states", t * (b.b + b.x + b.dt + 3 * b.states), after_of(after));
-  node = w.memory(rank, "ssd.bwd.dstates", t * (b.y + b.c + b.dt / 2 + b.states), {node});
-  node = w.memory(rank, "ssd.bwd.state_passing", t * 3 * b.states, {node});
-  node = w.memory(rank, "ssd.bwd.dx", t * (2 * b.x + b.b + b.cb + b.y + b.states + 1.5 * b.dt), {node});
-  node = w.memory(rank, "ssd.bwd.dC", t * (b.states + b.y + 2 * b.c), {node});
-  node = w.memory(rank, "ssd.bwd.dB", t * (b.x + b.dt + b.states + b.b), {node});
-  node = w.memory(rank, "ssd.bwd.dcb", t * (b.x + b.y + b.dt + b.cb), {node});
-  node = w.memory(rank, "ssd.bwd.bmm_chunk", t * (b.cb + 2 * b.b + 2 * b.c), {node});
-  return w.memory(rank, "ssd.bwd.chunk_cumsum", t * (b.dt / 4 + 2 * b.dt), {node});
+  int node = ssd_kernel(w, rank, "ssd.bwd.recompute_states", t * (b.b + b.x + b.dt + 3 * b.states), t * f.hpn, true, after);
+  node = ssd_kernel(w, rank, "ssd.bwd.dstates", t * (b.y + b.c + b.dt / 2 + b.states), t * f.hpn, true, node);
+  node = ssd_kernel(w, rank, "ssd.bwd.state_passing", t * 3 * b.states, 0, true, node);
+  node = ssd_kernel(w, rank, "ssd.bwd.dx", t * (2 * b.x + b.b + b.cb + b.y + b.states + 1.5 * b.dt), t * (f.hqp + f.hpn), true, node);
+  node = ssd_kernel(w, rank, "ssd.bwd.dC", t * (b.states + b.y + 2 * b.c), t * f.hpn, true, node);
+  node = ssd_kernel(w, rank, "ssd.bwd.dB", t * (b.x + b.dt + b.states + b.b), t * f.hpn, true, node);
+  node = ssd_kernel(w, rank, "ssd.bwd.dcb", t * (b.x + b.y + b.dt + b.cb), t * f.hqp, true, node);
+  node = ssd_kernel(w, rank, "ssd.bwd.bmm_chunk", t * (b.cb + 2 * b.b + 2 * b.c), 2 * t * f.gqn, true, node);
+  return ssd_kernel(w, rank, "ssd.bwd.chunk_cumsum", t * (b.dt / 4 + 2 * b.dt), 0, true, node);
 }
 
 /// MambaContextParallel's all-to-all (sequence split <-> head split) of `width` elements per token.

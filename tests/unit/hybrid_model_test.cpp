@@ -6,6 +6,7 @@
 #include <map>
 
 #include "fmsim/common/error.hpp"
+#include "fmsim/compute/ssd_kernels.hpp"
 #include "fmsim/workload/memory.hpp"
 #include "fmsim/workload/trace_builder.hpp"
 #include "fmsim/workload/workload_kind.hpp"
@@ -294,4 +295,48 @@ TEST_CASE("Packed SFT and LoRA on a hybrid model: attention FLOPs only in its at
   f.workload = Workload::lora;  // no weight gradients for frozen weights; the scan has no weights
   CHECK(model_flops_per_row(m, f, seq, vocab) ==
         Approx((2.0 / 3.0 * (whole.dense_matmul + whole.logits) + scan) * seq + 2.0 * 12.0 * 64 * pairs));
+}
+
+TEST_CASE("hybrid SSD kernels: the longer of HBM bytes and matrix products at the Triton rate, the same on H100 and B200 where FLOP-bound",
+          "[hybrid]") {
+  // Nemotron 3 Nano's Mamba shape (64 heads x 64, state 128, 8 groups, chunk 128), TP1, one 8,192-token row.
+  auto ssd_nodes = [](const std::string& instance) {
+    nlohmann::json doc = {{"cluster", {{"instance_type", instance}, {"nodes", 1}}},
+                          {"model", "nemotron-3-nano"},
+                          {"parallelism", {{"expert_model_parallel_size", 8}, {"global_batch_size", 8}}},
+                          {"training", {{"seq_length", 8192}}}};
+    const Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+    std::vector<int> rank_gpu(8);
+    for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+    std::map<std::string, TraceNode> first;
+    for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
+      if (n.rank == 0 && n.name.rfind("ssd.", 0) == 0) first.emplace(n.name, n);
+    }
+    return std::make_pair(first, s.cluster.gpu);
+  };
+  const auto [h100, h100_gpu] = ssd_nodes("p5.48xlarge");
+  const auto [b200, b200_gpu] = ssd_nodes("p6-b200.48xlarge");
+  REQUIRE(h100.size() == 14);  // 5 forward kernels, 9 backward
+  const double tokens = 8192, H = 64, P = 64, N = 128, Q = 128, G = 8;
+  // Matrix products per token, by hand.
+  CHECK(h100.at("ssd.chunk_state").flops == Approx(tokens * 2 * H * P * N));
+  CHECK(h100.at("ssd.chunk_scan").flops == Approx(tokens * (2 * H * Q * P + 2 * H * P * N)));
+  CHECK(h100.at("ssd.bmm_chunk").flops == Approx(tokens * 2 * G * Q * N));
+  CHECK(h100.at("ssd.bwd.bmm_chunk").flops == Approx(tokens * 4 * G * Q * N));
+  CHECK(h100.at("ssd.state_passing").flops == 0);
+  for (const auto& [name, n] : h100) {
+    INFO(name);
+    const bool backward = name.rfind("ssd.bwd.", 0) == 0;
+    const double rate = backward ? compute::kSsdBackwardFlopRate : compute::kSsdForwardFlopRate;
+    for (const auto& [node, gpu] : {std::pair{n, h100_gpu}, std::pair{b200.at(name), b200_gpu}}) {
+      // Each side with the 2 us a memory-bound kernel's launch costs (compute_model.hpp).
+      const double hbm_s = node.bytes / (gpu.hbm_bandwidth_Bps * gpu.hbm_achievable_fraction);
+      CHECK(node.duration_s == Approx(2e-6 + std::max(hbm_s, node.flops / rate)).epsilon(1e-6));
+    }
+  }
+  // The backward's gradient kernels are bound by their matrix products on both GPUs: the same time;
+  // a kernel without them (state passing) follows HBM bandwidth, faster on B200.
+  CHECK(b200.at("ssd.bwd.dx").duration_s == Approx(h100.at("ssd.bwd.dx").duration_s));
+  CHECK(h100.at("ssd.bwd.dx").duration_s == Approx(2e-6 + h100.at("ssd.bwd.dx").flops / compute::kSsdBackwardFlopRate));
+  CHECK(b200.at("ssd.state_passing").duration_s < 0.5 * h100.at("ssd.state_passing").duration_s);
 }
