@@ -9,11 +9,8 @@
 // unfused kernels are "mostly bottlenecked by memory bandwidth and latency", PyTorch blog, "Accelerating
 // Mamba2 with kernel fusion", 2025, writing and re-reading their fp32 intermediates) and its matrix
 // products at the Triton kernels' own rate, which does not grow with the GPU generation (ssd_kernels.hpp).
-#include <algorithm>
-
-#include "fmsim/compute/compute_model.hpp"
-#include "fmsim/compute/ssd_kernels.hpp"
 #include "fmsim/workload/memory.hpp"
+#include "fmsim/workload/ssd_scan.hpp"
 #include "trace_builder_internal.hpp"
 
 namespace fmsim::workload::detail {
@@ -21,76 +18,22 @@ namespace {
 
 using collectives::Op;
 
-/// Per-token HBM bytes of the tensors the SSD kernels read and write, on one rank (heads and groups of
-/// this TP rank; CP's all-to-all gives each rank cp x the tokens of 1/cp of them: the same bytes).
-struct SsdBytes {
-  double x, b, c, dt, y, states, cb;
-};
-
-SsdBytes ssd_bytes(const TraceWriter& w) {
-  const MambaShape& s = w.s.model.hybrid.mamba;
-  const double tp = w.s.parallelism.tp, H = s.heads / tp, G = s.groups / tp, P = s.head_dim, N = s.state, Q = s.chunk;
-  SsdBytes b{};
-  b.x = 2.0 * H * P;           // x (bf16)
-  b.b = 2.0 * G * N;           // B
-  b.c = 2.0 * G * N;           // C
-  b.dt = 8.0 * H;              // dt after softplus and dA cumulative sum (fp32)
-  b.y = 2.0 * H * P;           // output
-  b.states = 4.0 * H * P * N / Q;  // one fp32 state (P x N per head) per chunk of Q tokens
-  b.cb = 4.0 * G * Q;          // C B^T within each chunk (fp32, Q x Q per group and chunk)
-  return b;
-}
-
-/// Per-token tensor-core work of the SSD's matrix products on one rank: a chunk's states from B and x
-/// (P x N per head), the output from the states and C, the intra-chunk output (Q keys per token, P
-/// values per head), C B^T within each chunk (Q x N per group).
-struct SsdFlops {
-  double hpn, hqp, gqn;  ///< 2 H P N, 2 H Q P, 2 G Q N per token
-};
-
-SsdFlops ssd_flops(const TraceWriter& w) {
-  const MambaShape& s = w.s.model.hybrid.mamba;
-  const double tp = w.s.parallelism.tp, H = s.heads / tp, G = s.groups / tp, P = s.head_dim, N = s.state, Q = s.chunk;
-  return {2.0 * H * P * N, 2.0 * H * Q * P, 2.0 * G * Q * N};
-}
-
-/// One SSD kernel (compute/ssd_kernels.hpp): its HBM bytes at the GPU's bandwidth or its matrix products at
-/// the Triton kernels' rate, whichever takes longer.
-int ssd_kernel(TraceWriter& w, int rank, const char* name, double bytes, double flops, bool backward, int after) {
-  TraceNode node = w.compute(rank, name, Kernel::memory);
-  node.bytes = bytes;
-  node.flops = flops;
-  const double rate = backward ? compute::kSsdBackwardFlopRate : compute::kSsdForwardFlopRate;
-  node.duration_s = std::max(compute::ComputeModel(w.s.cluster.gpu).memory_s(bytes), compute::kMemoryKernelOverhead_s + flops / rate);
-  node.deps = after_of(after);
-  return w.add(std::move(node));
-}
-
-int ssd_forward(TraceWriter& w, int rank, int after) {
-  const SsdBytes b = ssd_bytes(w);
-  const SsdFlops f = ssd_flops(w);
-  const double t = w.tokens;
-  int node = ssd_kernel(w, rank, "ssd.chunk_cumsum", t * (b.dt / 4 + b.dt), 0, false, after);
-  node = ssd_kernel(w, rank, "ssd.chunk_state", t * (b.b + b.x + b.dt + b.states), t * f.hpn, false, node);
-  node = ssd_kernel(w, rank, "ssd.state_passing", t * 2 * b.states, 0, false, node);
-  node = ssd_kernel(w, rank, "ssd.bmm_chunk", t * (b.c + b.b + b.cb), t * f.gqn, false, node);
-  return ssd_kernel(w, rank, "ssd.chunk_scan", t * (b.cb + b.x + b.dt + b.c + b.states + b.y), t * (f.hqp + f.hpn), false, node);
-}
-
-/// _mamba_chunk_scan_combined_bwd: recomputes the chunk states, then the gradient kernels.
-int ssd_backward(TraceWriter& w, int rank, int after) {
-  const SsdBytes b = ssd_bytes(w);
-  const SsdFlops f = ssd_flops(w);
-  const double t = w.tokens;
-  int node = ssd_kernel(w, rank, "ssd.bwd.recompute_states", t * (b.b + b.x + b.dt + 3 * b.states), t * f.hpn, true, after);
-  node = ssd_kernel(w, rank, "ssd.bwd.dstates", t * (b.y + b.c + b.dt / 2 + b.states), t * f.hpn, true, node);
-  node = ssd_kernel(w, rank, "ssd.bwd.state_passing", t * 3 * b.states, 0, true, node);
-  node = ssd_kernel(w, rank, "ssd.bwd.dx", t * (2 * b.x + b.b + b.cb + b.y + b.states + 1.5 * b.dt), t * (f.hqp + f.hpn), true, node);
-  node = ssd_kernel(w, rank, "ssd.bwd.dC", t * (b.states + b.y + 2 * b.c), t * f.hpn, true, node);
-  node = ssd_kernel(w, rank, "ssd.bwd.dB", t * (b.x + b.dt + b.states + b.b), t * f.hpn, true, node);
-  node = ssd_kernel(w, rank, "ssd.bwd.dcb", t * (b.x + b.y + b.dt + b.cb), t * f.hqp, true, node);
-  node = ssd_kernel(w, rank, "ssd.bwd.bmm_chunk", t * (b.cb + 2 * b.b + 2 * b.c), 2 * t * f.gqn, true, node);
-  return ssd_kernel(w, rank, "ssd.bwd.chunk_cumsum", t * (b.dt / 4 + 2 * b.dt), 0, true, node);
+/// The SSD scan's kernels (ssd_scan.hpp), forward or backward, one node each: the longer of its HBM
+/// bytes and its matrix products at the Triton kernels' rate (compute/ssd_kernels.hpp).
+int ssd_pass(TraceWriter& w, int rank, bool backward, int after) {
+  const MambaShape& shape = w.s.model.hybrid.mamba;
+  const double tp = w.s.parallelism.tp, t = w.tokens;
+  const compute::ComputeModel gpu(w.s.cluster.gpu);
+  int node = after;
+  for (const SsdKernel& k : backward ? ssd_backward_kernels(shape, tp) : ssd_forward_kernels(shape, tp)) {
+    TraceNode n = w.compute(rank, k.name, Kernel::memory);
+    n.bytes = t * k.bytes_per_token;
+    n.flops = t * k.flops_per_token;
+    n.duration_s = ssd_kernel_s(gpu, k, t, backward);
+    n.deps = after_of(node);
+    node = w.add(std::move(n));
+  }
+  return node;
 }
 
 /// MambaContextParallel's all-to-all (sequence split <-> head split) of `width` elements per token.
@@ -117,7 +60,7 @@ int mamba_forward(TraceWriter& w, int rank, const Communicators& c, int layer, i
   node = gemm_with_tp(w, rank, c, layer, {"mamba.in_proj", t, d.in_proj, d.h}, Op::all_gather, true, node);
   node = mamba_cp_a2a(w, rank, c, d.in_proj, "mamba.cp.a2a_in", node);
   node = w.memory(rank, "mamba.conv1d", 2 * t * d.conv * ab, {node});  // causal_conv1d_fn with SiLU: read, write
-  node = ssd_forward(w, rank, node);
+  node = ssd_pass(w, rank, false, node);
   node = mamba_cp_a2a(w, rank, c, d.inner, "mamba.cp.a2a_out", node);
   node = w.memory(rank, "mamba.gated_norm", 3 * t * d.inner * ab, {node});  // y and z in, normalized y out
   node = gemm_with_tp(w, rank, c, layer, {"mamba.out_proj", t, d.h, d.inner}, reduce, false, node);
@@ -138,7 +81,7 @@ int mamba_backward(TraceWriter& w, int rank, const Communicators& c, int layer, 
   node = w.memory(rank, "mamba.conv1d.recompute", 2 * t * d.conv * ab, {node});
   node = w.memory(rank, "mamba.gated_norm.bwd", 5 * t * d.inner * ab, {node});
   node = mamba_cp_a2a(w, rank, c, d.inner, "mamba.cp.a2a_out.bwd", node);
-  node = ssd_backward(w, rank, node);
+  node = ssd_pass(w, rank, true, node);
   node = w.memory(rank, "mamba.conv1d.bwd", 3 * t * d.conv * ab, {node});  // x and dout in, dx out
   node = mamba_cp_a2a(w, rank, c, d.in_proj, "mamba.cp.a2a_in.bwd", node);
   node = gemm_with_tp(w, rank, c, layer, {"mamba.in_proj.dgrad", t, d.h, d.in_proj, true}, reduce, false, node);
