@@ -14,6 +14,7 @@
 #include "fmsim/units/format.hpp"
 #include "fmsim/workload/model.hpp"
 #include "fmsim/workload/moe_routing.hpp"
+#include "hybrid_serving.hpp"
 
 namespace fmsim::inference {
 namespace {
@@ -45,6 +46,15 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   const double tp = pool.tp;
   stage_layers_ = (m.layers + pool.pp - 1) / pool.pp;
   moe_stage_layers_ = static_cast<int>(std::ceil(static_cast<double>(m.moe_layers()) * stage_layers_ / m.layers));
+  if (m.hybrid.enabled()) {  // one stage (PP 1): the whole pattern
+    const HybridStack stack = hybrid_stack(m);
+    hybrid_mamba_ = stack.mamba;
+    hybrid_attention_ = stack.attention;
+    hybrid_mlp_ = stack.mlp;
+    hybrid_moe_ = stack.moe;
+  }
+  // Layers with a KV cache: every layer, or a hybrid model's attention layers.
+  const int kv_layers = m.hybrid.enabled() ? hybrid_attention_ : m.layers;
   if (pool.tp > 1) {
     tp_layout_ = collectives::make_layout(cluster, tp_gpus);
     has_tp_layout_ = true;
@@ -74,7 +84,7 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
     attention_width_per_gpu_ = m.heads * 2.0 * m.head_dim / head_split;
   }
   kv_bytes_per_token_layer_gpu_ = per_layer_gpu;
-  kv_transfer_bytes_per_token_ = per_layer_unique * m.layers;
+  kv_transfer_bytes_per_token_ = per_layer_unique * kv_layers;
 
   // Weights of the largest stage: layers sharded over TP (experts over the TP x DP ranks with EP, which
   // is the same count per GPU), embedding and LM head vocabulary-parallel and kept in BF16.
@@ -83,8 +93,12 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   const double attention_params = pool.dp_attention ? counts.attention_per_layer : counts.attention_per_layer / tp;
   // With the load balancer's redundant experts each rank holds (experts + redundant) / TP of them.
   const double redundant_params = m.is_moe() ? counts.expert_per_moe_layer * pool.redundant_experts / m.moe.experts : 0.0;
-  const double layer_params = stage_layers_ * attention_params + dense_layers * counts.dense_mlp_per_layer / tp +
-                              moe_layers * (counts.moe_mlp_per_layer + redundant_params) / tp;
+  double layer_params = stage_layers_ * attention_params + dense_layers * counts.dense_mlp_per_layer / tp +
+                        moe_layers * (counts.moe_mlp_per_layer + redundant_params) / tp;
+  if (m.hybrid.enabled()) {  // each layer its own mixer or MLP (and its norm), all sharded over TP
+    layer_params = moe_layers * redundant_params / tp;
+    for (int layer = 0; layer < m.layers; ++layer) layer_params += workload::hybrid_layer_parameters(m, counts, layer) / tp;
+  }
   const double vocab_params = pool.pp == 1 ? (counts.embedding + counts.output) / tp : std::max(counts.embedding, counts.output) / tp;
   memory_.weight_bytes_per_gpu = layer_params * weight_bytes + vocab_params * kActivationBytes;
 
@@ -136,8 +150,9 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   // With DP attention a rank holds only its own share of the batch (t / TP tokens, whole attention
   // widths, its routed rows) and samples its own sequences over the whole vocabulary.
   const double rank_tokens = pool.dp_attention ? t_max / tp : t_max;
-  const double per_token = pool.dp_attention ? 3.0 * m.hidden + m.q_dim() + 2.0 * m.kv_dim() + 3.0 * mlp_width
-                                             : 3.0 * m.hidden + (m.q_dim() + 2.0 * m.kv_dim()) / tp + 3.0 * mlp_width / tp;
+  double per_token = pool.dp_attention ? 3.0 * m.hidden + m.q_dim() + 2.0 * m.kv_dim() + 3.0 * mlp_width
+                                       : 3.0 * m.hidden + (m.q_dim() + 2.0 * m.kv_dim()) / tp + 3.0 * mlp_width / tp;
+  if (m.hybrid.enabled()) per_token += m.hybrid.mamba.in_proj_width() / tp;  // a Mamba layer's z, x, B, C, dt
   memory_.activation_bytes_per_gpu = rank_tokens * per_token * kActivationBytes +
                                      pool.engine.max_num_seqs * static_cast<double>(m.vocab) / tp * kLogitBytes;
   memory_.reserve_bytes_per_gpu = kRuntimeReserve_bytes;
@@ -146,7 +161,7 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   memory_.kv_bytes_per_gpu = usable - memory_.weight_bytes_per_gpu - memory_.activation_bytes_per_gpu - memory_.reserve_bytes_per_gpu;
   // TensorRT-LLM: the KV cache takes a fraction of the memory free after the model is loaded.
   if (pool.engine.kv_free_memory_fraction > 0) memory_.kv_bytes_per_gpu *= pool.engine.kv_free_memory_fraction;
-  memory_.kv_bytes_per_token_per_gpu = per_layer_gpu * stage_layers_ + draft_kv_bytes_per_token_gpu_;
+  memory_.kv_bytes_per_token_per_gpu = per_layer_gpu * (m.hybrid.enabled() ? kv_layers : stage_layers_) + draft_kv_bytes_per_token_gpu_;
   const double ranks_holding_distinct_sequences = pool.dp_attention ? tp : 1.0;
   const double tokens = std::floor(std::max(0.0, memory_.kv_bytes_per_gpu) / memory_.kv_bytes_per_token_per_gpu) *
                         ranks_holding_distinct_sequences;
@@ -164,6 +179,14 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
                           : " HBM x gpu_memory_utilization " + number_text(pool.engine.gpu_memory_utilization)) +
                      "), leaving no KV cache; raise TP or PP, lower precision or max_num_batched_tokens",
                      required, usable);
+  }
+  // A hybrid model's Mamba state: one slot per running sequence from the same memory (vLLM's hybrid KV
+  // cache manager allocates it as blocks of the pool, sized to the state), counted here in KV blocks.
+  if (m.hybrid.enabled()) {
+    memory_.mamba_state_bytes_per_sequence_per_gpu = mamba_state_bytes_per_sequence(m, tp, scenario.ssm_state_bytes_per_element);
+    const double block_bytes = memory_.kv_bytes_per_token_per_gpu * pool.engine.block_size;
+    memory_.state_blocks_per_sequence = static_cast<long long>(std::ceil(memory_.mamba_state_bytes_per_sequence_per_gpu / block_bytes));
+    state_transfer_bytes_per_sequence_ = mamba_state_bytes_per_sequence(m, 1.0, scenario.ssm_state_bytes_per_element);
   }
   // vLLM's num_gpu_blocks_override: the KV cache holds exactly this many blocks.
   if (pool.engine.num_gpu_blocks_override > 0) {
@@ -295,6 +318,7 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
   const double gate = m.gated_mlp ? 2.0 : 1.0;
   const double dense_mlp = gemm(t, m.hidden, gate * m.ffn / tp) + gemm(t, m.ffn / tp, m.hidden);
   double moe_mlp = 0;
+  const double expert_width = m.hybrid.moe_latent > 0 ? m.hybrid.moe_latent : m.hidden;  ///< rows the experts take and return
   if (m.is_moe()) {
     // Routed experts: each GPU holds experts / TP of them (whole with EP, or every expert's 1/TP slice
     // without); an expert is active when at least one token picks it; one grouped GEMM per matrix, whose
@@ -308,26 +332,46 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
     const double rows = t * k / (experts * active_fraction) * imbalance;
     const double active = local * active_fraction;
     auto grouped = [&](double k_dim, double n_dim) { return compute_.grouped_gemm_s(active, {rows, n_dim, k_dim}, math_) / compute::model_gemm_rate(math_); };
-    moe_mlp = grouped(m.hidden, gate * width) + grouped(width, m.hidden);
+    // LatentMoE (Nemotron 3 Super/Ultra): the routed experts work in the latent width, between a down
+    // and an up projection of the hidden state (hybrid_pattern.hpp).
+    const double latent = m.hybrid.moe_latent;
+    moe_mlp = grouped(expert_width, gate * width) + grouped(width, expert_width);
+    if (latent > 0) moe_mlp += gemm(t, m.hidden, latent / tp) + gemm(t, latent / tp, m.hidden);
     moe_mlp += gemm(t, m.hidden, m.moe.experts);  // router
     if (m.moe.shared_ffn > 0) moe_mlp += gemm(t, m.hidden, gate * m.moe.shared_ffn / tp) + gemm(t, m.moe.shared_ffn / tp, m.hidden);
   }
   const int moe_layers = moe_layers_here, dense_layers = layers - moe_layers_here;
-  out.gemm_s += layers * attention_gemms + dense_layers * dense_mlp + moe_layers * moe_mlp;
+  // A hybrid model's layers each hold one block (hybrid_serving.hpp): attention, a Mamba mixer, an MLP or
+  // a MoE block; a transformer layer holds attention and an MLP or MoE block.
+  const bool hybrid = m.hybrid.enabled();
+  const double attention_blocks = hybrid ? hybrid_attention_ : layers;
+  const double dense_blocks = hybrid ? hybrid_mlp_ : dense_layers, moe_blocks = hybrid ? hybrid_moe_ : moe_layers;
+  const double mamba_blocks = hybrid ? hybrid_mamba_ : 0;
+  const auto& mamba = m.hybrid.mamba;
+  out.gemm_s += attention_blocks * attention_gemms + dense_blocks * dense_mlp + moe_blocks * moe_mlp;
+  // Mamba: in_proj (z, x, B, C, dt of this rank's heads and groups) and out_proj, sharded over TP.
+  if (hybrid) out.gemm_s += mamba_blocks * (gemm(t, m.hidden, mamba.in_proj_width() / tp) + gemm(t, mamba.inner() / tp, m.hidden));
   // Two fused norm + residual kernels and one activation kernel per layer, HBM-bound. With DP attention a
   // rank holds only its own sequences' hidden states (t / TP rows).
   const double mlp_width = m.is_moe() ? m.moe.expert_ffn * m.moe.experts_per_token / tp : m.ffn / tp;
   const double norms = 2 * compute_.memory_s(3.0 * attn_rows * m.hidden * kActivationBytes);
   const double activation = compute_.memory_s(1.5 * gate * t * mlp_width * kActivationBytes);
-  out.memory_ops_s += layers * (norms + activation);
+  if (!hybrid) {
+    out.memory_ops_s += layers * (norms + activation);
+  } else {  // one norm per block; the MLP's and the experts' activations; Mamba's gated RMSNorm over d_inner
+    const double dense_activation = compute_.memory_s(1.5 * gate * t * m.ffn / tp * kActivationBytes);
+    const double gated_norm = compute_.memory_s(3.0 * t * mamba.inner() / tp * kActivationBytes);
+    out.memory_ops_s += (attention_blocks + dense_blocks + moe_blocks + mamba_blocks) * norms / 2 + dense_blocks * dense_activation +
+                        moe_blocks * activation + mamba_blocks * gated_norm;
+  }
   // MoE: the tokens' hidden states are permuted into expert order before the grouped GEMMs and
   // un-permuted and weighted back after (each pass reads and writes t x k rows; TensorRT-LLM's
   // moePermute / finalizeMoeRouting, vLLM's moe_align + moe_sum kernels), HBM-bound.
   double permutation = 0;
   if (m.is_moe()) {
     const double routed_rows = (pool_.dp_attention ? std::ceil(t / tp) : t) * m.moe.experts_per_token;
-    permutation = 2 * compute_.memory_s(2.0 * routed_rows * m.hidden * kActivationBytes);
-    out.memory_ops_s += moe_layers_here * permutation;
+    permutation = 2 * compute_.memory_s(2.0 * routed_rows * expert_width * kActivationBytes);
+    out.memory_ops_s += moe_blocks * permutation;
   }
   // TP: an all-reduce after attention (unless DP attention) and after the MLP; EP: dispatch and combine.
   const double hidden_bytes = t * m.hidden * kActivationBytes;
@@ -343,12 +387,13 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
   // returning: both carry domain_send_share of the one-copy-per-expert bytes (the all-to-all is priced
   // whole at that share, being bound by the cross-domain links, as in training).
   const double rank_share_rows = std::ceil(t / tp) * m.moe.experts_per_token * ep_send_share_ * imbalance;
-  const double dispatch_bytes = rank_share_rows * m.hidden * compute::operand_bytes(math_);
-  const double combine_bytes = rank_share_rows * m.hidden * kActivationBytes;
+  const double dispatch_bytes = rank_share_rows * expert_width * compute::operand_bytes(math_);
+  const double combine_bytes = rank_share_rows * expert_width * kActivationBytes;
   const double dispatch = pool_.expert_parallel ? alltoall_s(dispatch_bytes) : 0.0;
   const double combine = pool_.expert_parallel ? alltoall_s(combine_bytes) : 0.0;
   const double moe_comm = pool_.expert_parallel ? dispatch + combine : dense_comm;
-  out.communication_s += layers * attention_comm + dense_layers * dense_comm + moe_layers * moe_comm;
+  // A Mamba block's out_proj is row-parallel: an all-reduce after it, like attention's.
+  out.communication_s += attention_blocks * attention_comm + dense_blocks * dense_comm + moe_blocks * moe_comm + mamba_blocks * dense_comm;
   if (split) *split = {attention_gemms + norms, moe_mlp + activation + permutation, dispatch, combine};
   return out.total_s();
 }
@@ -407,6 +452,15 @@ IterationBreakdown ReplicaModel::breakdown(const BatchShape& batch) const {
   if (prefill_flops > 0) per_layer += compute_.attention_s(prefill_flops, false, batch.prefill_attention_pairs / std::max(1, batch.prefill_tokens));
   if (decode_bytes > 0) per_layer += compute_.memory_s(decode_bytes);
   parts.attention_s = stage_layers_ * per_layer;
+  // A hybrid model: attention in its attention layers only; its Mamba layers' conv1d and SSD scan over the
+  // prompt chunks and the decoding sequences' state updates are its sequence mixing (hybrid_serving.hpp).
+  if (m.hybrid.enabled()) {
+    const double tp = pool_.tp;
+    parts.attention_s = hybrid_attention_ * per_layer +
+                        hybrid_mamba_ * (mamba_prefill_conv_s(compute_, m, tp, batch.prefill_tokens) +
+                                         mamba_prefill_scan_s(compute_, m, tp, batch.prefill_tokens) +
+                                         mamba_decode_update_s(compute_, m, tp, batch.decode_tokens, scenario_.ssm_state_bytes_per_element));
+  }
   // A pipeline runs its stages one after the other for a batch (no micro-batch interleaving), with a
   // send of the hidden states between stages.
   // Two-batch overlap: one micro-batch's all-to-all runs beside the other's compute; only the exposed

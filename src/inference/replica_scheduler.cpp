@@ -13,7 +13,7 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 }  // namespace
 
 ReplicaScheduler::ReplicaScheduler(const ReplicaModel& model)
-    : model_(model), options_(model.pool().engine), total_blocks_(model.memory().kv_blocks), free_blocks_(total_blocks_),
+    : model_(model), options_(model.pool().engine), state_blocks_(model.memory().state_blocks_per_sequence), total_blocks_(model.memory().kv_blocks), free_blocks_(total_blocks_),
       spec_k_(model.speculative_tokens()), spec_expected_(model.expected_tokens_per_step()) {
   // Prefix caching without a fixed hit rate: a radix tree over the blocks of shared prefixes, with a
   // host tier when KV offloading is configured and reloading pays (docs/model.md, "KV cache beyond HBM").
@@ -42,9 +42,9 @@ void ReplicaScheduler::release_all(SeqState& s) {
   s.blocks = 0;
 }
 
-long long kv_blocks_for(int samples, int block_size, long long prefilled, long long gen_kv) {
-  if (samples == 1) return ceil_div(prefilled + gen_kv, block_size);
-  return ceil_div(prefilled, block_size) + samples * ceil_div(gen_kv, block_size);
+long long kv_blocks_for(int samples, int block_size, long long prefilled, long long gen_kv, long long state_blocks) {
+  if (samples == 1) return ceil_div(prefilled + gen_kv, block_size) + state_blocks;
+  return ceil_div(prefilled, block_size) + samples * (ceil_div(gen_kv, block_size) + state_blocks);
 }
 
 void ReplicaScheduler::preempt(SeqState& s) {

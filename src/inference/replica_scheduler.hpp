@@ -35,8 +35,9 @@ struct SeqState {
 
 /// KV blocks of a sequence of `samples` with `prefilled` prompt tokens and `gen_kv` generated tokens per
 /// sample in KV. One sample: its tokens follow the prompt in the same blocks. Several: the prompt's
-/// blocks are shared and each sample has its own blocks for what it generates.
-long long kv_blocks_for(int samples, int block_size, long long prefilled, long long gen_kv);
+/// blocks are shared and each sample has its own blocks for what it generates. A hybrid model's samples
+/// each hold `state_blocks` more for their Mamba state (ReplicaMemory::state_blocks_per_sequence).
+long long kv_blocks_for(int samples, int block_size, long long prefilled, long long gen_kv, long long state_blocks);
 
 struct ScheduledSeq {
   int seq = 0;
@@ -50,7 +51,7 @@ class ReplicaScheduler {
   explicit ReplicaScheduler(const ReplicaModel& model);
 
   long long blocks_for(const SeqState& s, long long prefilled, long long gen_kv) const {
-    return kv_blocks_for(s.samples, options_.block_size, prefilled, gen_kv);
+    return kv_blocks_for(s.samples, options_.block_size, prefilled, gen_kv, state_blocks_);
   }
 
   /// Fills `batch` and `shape` for the next iteration; returns the sequences it preempted.
@@ -101,6 +102,7 @@ class ReplicaScheduler {
 
   const ReplicaModel& model_;
   const EngineOptions& options_;
+  long long state_blocks_ = 0;  ///< a hybrid model's Mamba state per sequence, in KV blocks
   std::vector<int> running_;
   std::deque<int> waiting_;
   long long total_blocks_ = 0, free_blocks_ = 0;

@@ -228,7 +228,8 @@ nlohmann::json pool_json(const ServingPlan& plan, int index) {
             {"activations_bytes", m.activation_bytes_per_gpu},
             {"runtime_bytes", m.reserve_bytes_per_gpu},
             {"kv_cache_bytes", m.kv_bytes_per_gpu},
-            {"kv_bytes_per_token", m.kv_bytes_per_token_per_gpu}}},
+            {"kv_bytes_per_token", m.kv_bytes_per_token_per_gpu},
+            {"mamba_state_bytes_per_sequence", m.mamba_state_bytes_per_sequence_per_gpu}}},
           {"num_gpu_blocks_override", e.num_gpu_blocks_override > 0 ? nlohmann::json(e.num_gpu_blocks_override) : nlohmann::json(nullptr)},
           {"kv_offload",
            {{"kv_offloading_size_bytes", e.kv_offload_bytes},
@@ -240,7 +241,8 @@ nlohmann::json pool_json(const ServingPlan& plan, int index) {
             {"recompute_s_per_token", m.recompute_s_per_token},
             {"pays", plan.model(index).offload_pays()}}},
           {"kv_blocks_per_replica", m.kv_blocks},
-          {"kv_capacity_tokens_per_replica", m.kv_capacity_tokens}};
+          {"kv_capacity_tokens_per_replica", m.kv_capacity_tokens},
+          {"state_blocks_per_sequence", m.state_blocks_per_sequence}};
 }
 
 }  // namespace
@@ -341,6 +343,12 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
                   to_string(pool.role).c_str(), pool.replicas, pool.tp, pool.pp, units::format_bytes(m.weight_bytes_per_gpu).c_str(),
                   units::format_bytes(m.kv_bytes_per_gpu).c_str(), m.kv_capacity_tokens);
     out += line;
+    if (m.state_blocks_per_sequence > 0) {  // a hybrid model's Mamba state, from the same memory
+      std::snprintf(line, sizeof line, "           Mamba state %s per sequence and GPU (%lld blocks = %lld tokens of KV): at most %lld sequences per replica\n",
+                    units::format_bytes(m.mamba_state_bytes_per_sequence_per_gpu).c_str(), m.state_blocks_per_sequence,
+                    m.state_blocks_per_sequence * pool.engine.block_size, m.kv_blocks / m.state_blocks_per_sequence);
+      out += line;
+    }
   }
   std::snprintf(line, sizeof line, "\n%d/%d requests in %s: %.0f output tok/s (%.0f per GPU), %.0f input tok/s\n", s.completed,
                 s.requests, units::format_time(s.duration_s).c_str(), s.output_tokens_per_s, s.output_tokens_per_s_per_gpu,

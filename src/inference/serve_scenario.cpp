@@ -244,13 +244,30 @@ SpeculativeSpec read_speculative(ObjectReader& r, const workload::ModelSpec& tar
   return spec;
 }
 
+/// What serving a hybrid Mamba/attention model supports (hybrid_serving.hpp): TP over the Mamba heads and
+/// groups, one pipeline stage, no DP attention, no speculative decoding, no prefix reuse.
+void validate_hybrid_pool(const PoolSpec& pool, const ServeScenario& s, const std::string& where) {
+  const auto& m = s.model;
+  const auto& mamba = m.hybrid.mamba;
+  const std::string what = where + ": " + m.name + " is a hybrid Mamba/attention model";
+  if (mamba.heads % pool.tp != 0 || mamba.groups % pool.tp != 0) {
+    throw InputError(what + ": tensor_parallel_size = " + std::to_string(pool.tp) + " must divide its " + std::to_string(mamba.heads) +
+                     " Mamba heads and " + std::to_string(mamba.groups) + " groups (the engines shard both over TP)");
+  }
+  if (pool.pp > 1) throw InputError(what + ": pipeline_parallel_size > 1 is not modelled for it (serve it with TP)");
+  if (pool.dp_attention) throw InputError(what + ": data_parallel_attention is not modelled for it");
+  if (pool.two_batch_overlap) throw InputError(what + ": two_batch_overlap is not modelled for it");
+  if (s.speculative.enabled()) throw InputError(what + ": speculative decoding of a hybrid target is not modelled (its drafts would roll back Mamba states)");
+  if (pool.engine.prefix_caching || pool.engine.kv_offload_bytes > 0) {
+    throw InputError(what + ": enable_prefix_caching and kv_offloading_size are not modelled for it (a Mamba layer's state is "
+                     "per sequence, not per block of tokens: a cached prefix needs its state at the prefix's end)");
+  }
+}
+
 void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::string& where) {
   const auto& m = s.model;
   const std::string tp_text = "tensor_parallel_size = " + std::to_string(pool.tp);
-  if (m.hybrid.enabled()) {  // hybrid_pattern.hpp
-    throw InputError(where + ": model " + m.name + " is a hybrid Mamba/attention model (" + m.hybrid.pattern.substr(0, 24) +
-                     "...): serving it (Mamba state cache, SSD prefill and decode kernels) is not modelled; fmsim run models its training");
-  }
+  if (m.hybrid.enabled()) validate_hybrid_pool(pool, s, where);  // hybrid_serving.hpp
   // With data-parallel attention each rank runs whole attention for its own sequences: no head split.
   if (!pool.dp_attention && m.heads % pool.tp != 0) {
     throw InputError(where + ": " + tp_text + " does not divide the " + std::to_string(m.heads) + " attention heads of " + m.name +
@@ -351,6 +368,9 @@ ServeScenario serve_scenario_from_json(nlohmann::json document, const std::strin
   }
   const std::string kv_dtype = serving.choice_or("kv_cache_dtype", {"auto", "bf16", "fp8"}, "auto");
   s.kv_bytes_per_element = kv_dtype == "fp8" ? 1.0 : 2.0;
+  // Hybrid models' SSM state cache (vLLM and TensorRT-LLM mamba_ssm_cache_dtype; "auto" = the model's BF16).
+  const std::string ssm_dtype = serving.choice_or("mamba_ssm_cache_dtype", {"auto", "bfloat16", "float32"}, "auto");
+  s.ssm_state_bytes_per_element = ssm_dtype == "float32" ? 4.0 : 2.0;
   s.router = serving.choice_or("router", {"round_robin", "least_outstanding"}, "least_outstanding") == "round_robin"
                  ? RouterPolicy::round_robin
                  : RouterPolicy::least_outstanding;

@@ -184,10 +184,13 @@ class ServingSimulation final : public engine::FlowDriver {
       const auto& engine = model.pool().engine;
       const long long tokens_at_end = request.input_tokens + static_cast<long long>(request.samples) * request.output_tokens;
       const int decode_part = scenario.pools[static_cast<std::size_t>(p)].role == PoolRole::prefill ? 0 : request.output_tokens;
-      const long long blocks = kv_blocks_for(request.samples, engine.block_size, request.input_tokens, decode_part);
+      const long long blocks = kv_blocks_for(request.samples, engine.block_size, request.input_tokens, decode_part,
+                                             model.memory().state_blocks_per_sequence);
       if (blocks > model.memory().kv_blocks) {
+        const long long state = model.memory().state_blocks_per_sequence * request.samples * engine.block_size;
         throw InputError(scenario.file + ": request " + std::to_string(request.id) + " needs " + std::to_string(tokens_at_end) +
-                         " tokens of KV cache and a " + to_string(model.pool().role) + " replica holds " +
+                         " tokens of KV cache" + (state > 0 ? " and its Mamba state (as much as " + std::to_string(state) + " tokens)" : "") +
+                         " and a " + to_string(model.pool().role) + " replica holds " +
                          std::to_string(model.memory().kv_capacity_tokens) + "; shorten it or give replicas more memory");
       }
       if (!engine.chunked_prefill && request.input_tokens > engine.max_num_batched_tokens) {
@@ -261,7 +264,9 @@ class ServingSimulation final : public engine::FlowDriver {
     const auto& prefill_gpus = plan_.replicas()[static_cast<std::size_t>(prefill_replica)].gpus;
     const auto& decode_gpus = plan_.replicas()[static_cast<std::size_t>(decode_replica)].gpus;
     const SeqState& s = seqs_[static_cast<std::size_t>(seq)];
-    const double bytes = static_cast<double>(s.prefilled) * plan_.model(0).kv_transfer_bytes_per_token();
+    // The prompt's KV, and a hybrid model's Mamba state at its end.
+    const double bytes = static_cast<double>(s.prefilled) * plan_.model(0).kv_transfer_bytes_per_token() +
+                         plan_.model(0).state_transfer_bytes_per_sequence();
     const long long tag = next_transfer_++;
     Transfer transfer{seq, prefill_replica, decode_replica, static_cast<int>(prefill_gpus.size()), prefill_blocks, now_s, bytes};
     transfers_[tag] = transfer;

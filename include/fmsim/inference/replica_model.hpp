@@ -35,7 +35,7 @@ struct BatchShape {
 
 struct IterationBreakdown {
   double gemm_s = 0;          ///< projections, MLP / experts, LM head
-  double attention_s = 0;     ///< prefill flash attention + decode KV reads
+  double attention_s = 0;     ///< prefill flash attention + decode KV reads (hybrid models: + Mamba scan and state updates)
   double memory_ops_s = 0;    ///< norms, activations, MoE token permutation
   double communication_s = 0; ///< TP all-reduce, EP all-to-all, pipeline sends
   double sampling_s = 0;      ///< the sampler over the vocabulary (FP32 logits written and read)
@@ -91,6 +91,10 @@ struct ReplicaMemory {
   double host_link_Bps = 0;             ///< per GPU, host <-> HBM (PCIe, or NVLink-C2C on Grace systems)
   double reload_s_per_token = 0;        ///< one token's KV over that link
   double recompute_s_per_token = 0;     ///< one token's prefill at a full token budget (GEMMs, norms, collectives)
+  /// Hybrid models: one sequence's Mamba state (conv and SSM state of every Mamba layer) on one GPU, and
+  /// the KV blocks of the same pool it takes (vLLM allocates it from the KV cache, one slot per request).
+  double mamba_state_bytes_per_sequence_per_gpu = 0;
+  long long state_blocks_per_sequence = 0;
 };
 
 /// A pool's replica that does not fit in GPU memory: its weights, activation workspace and runtime
@@ -119,6 +123,8 @@ class ReplicaModel {
   const PoolSpec& pool() const { return pool_; }
   /// KV bytes of one token over the whole model, without replicas (what a prefill-to-decode move sends).
   double kv_transfer_bytes_per_token() const { return kv_transfer_bytes_per_token_; }
+  /// Hybrid models: the Mamba state a prefill-to-decode move also sends per sequence (0 otherwise).
+  double state_transfer_bytes_per_sequence() const { return state_transfer_bytes_per_sequence_; }
   int gpus() const { return pool_.gpus_per_replica(); }
   /// Speculative decoding: tokens drafted per step (0 = off) and tokens gained per step on average.
   int speculative_tokens() const { return spec_k_; }
@@ -164,6 +170,9 @@ class ReplicaModel {
   double kv_bytes_per_token_layer_gpu_ = 0;
   double attention_width_per_gpu_ = 0;  ///< heads x (qk + v head dims) / ranks sharing a query
   double kv_transfer_bytes_per_token_ = 0;
+  double state_transfer_bytes_per_sequence_ = 0;
+  /// Hybrid models (hybrid_serving.hpp): the decoder's layers by kind; 0 layers for a transformer.
+  int hybrid_mamba_ = 0, hybrid_attention_ = 0, hybrid_mlp_ = 0, hybrid_moe_ = 0;
   ReplicaMemory memory_;
   // Speculative decoding: the proposer's shape (a draft model, or one layer of the target's shape for
   // EAGLE and MTP heads), its layers, its fc input width (0 = none) and attention per token and layer.

@@ -124,6 +124,8 @@ struct ServeScenario {
   workload::ModelSpec model;
   WeightPrecision precision = WeightPrecision::bf16;
   double kv_bytes_per_element = 2;         ///< kv_cache_dtype: bf16 2, fp8 1
+  /// Hybrid models: bytes of one SSM-state element (mamba_ssm_cache_dtype: 2 for the model's BF16, 4 for float32).
+  double ssm_state_bytes_per_element = 2.0;
   std::vector<PoolSpec> pools;             ///< one unified pool, or prefill then decode
   RouterPolicy router = RouterPolicy::least_outstanding;
   SpeculativeSpec speculative;

@@ -1,0 +1,38 @@
+#pragma once
+// Serving a hybrid Mamba/attention model (Nemotron-H, Nemotron 3; workload/hybrid_pattern.hpp) as vLLM
+// and TensorRT-LLM run it: attention ('*') layers keep a KV cache per token; every Mamba ('M') layer keeps
+// one state per sequence instead, its causal conv1d's last conv_kernel - 1 inputs and its SSM state
+// (heads x head_dim x state), whatever the sequence's length. A prompt chunk runs the SSD chunked scan's
+// forward kernels over its tokens (workload/ssd_scan.hpp, at the Triton kernels' rate); a decoding
+// sequence runs causal_conv1d_update and selective_state_update, which read and write its conv and SSM
+// state once per layer and step (HBM-bound). MLP ('-') and MoE ('E') layers are the transformer's.
+#include "fmsim/compute/compute_model.hpp"
+#include "fmsim/workload/model.hpp"
+
+namespace fmsim::inference {
+
+/// The decoder's layers by kind (one pipeline stage: hybrid serving runs PP 1).
+struct HybridStack {
+  int mamba = 0, attention = 0, mlp = 0, moe = 0;
+  int blocks() const { return mamba + attention + mlp + moe; }
+};
+HybridStack hybrid_stack(const workload::ModelSpec& model);
+
+/// Bytes of one sequence's Mamba state on one of `tp` ranks, over every Mamba layer: the conv state
+/// (conv_dim / TP channels x (conv_kernel - 1) inputs, BF16) and the SSM state (heads / TP x head_dim x
+/// state, `ssm_element_bytes` each: mamba_ssm_cache_dtype).
+double mamba_state_bytes_per_sequence(const workload::ModelSpec& model, double tp, double ssm_element_bytes);
+
+/// One iteration's SSD scan over `tokens` prompt tokens of one Mamba layer: the five forward kernels,
+/// each launched once over all the iteration's chunks.
+double mamba_prefill_scan_s(const compute::ComputeModel& gpu, const workload::ModelSpec& model, double tp, double tokens);
+
+/// One iteration's state update of one Mamba layer for `sequences` decoding sequences: their conv and SSM
+/// states read and written, their x, z, B, C, dt read and y written (two kernels, HBM-bound).
+double mamba_decode_update_s(const compute::ComputeModel& gpu, const workload::ModelSpec& model, double tp, double sequences,
+                             double ssm_element_bytes);
+
+/// The causal conv1d over `tokens` prompt tokens of one Mamba layer (channels read and written once).
+double mamba_prefill_conv_s(const compute::ComputeModel& gpu, const workload::ModelSpec& model, double tp, double tokens);
+
+}  // namespace fmsim::inference
