@@ -254,6 +254,9 @@ void validate_hybrid_pool(const PoolSpec& pool, const ServeScenario& s, const st
     throw InputError(what + ": tensor_parallel_size = " + std::to_string(pool.tp) + " must divide its " + std::to_string(mamba.heads) +
                      " Mamba heads and " + std::to_string(mamba.groups) + " groups (the engines shard both over TP)");
   }
+  if (m.hybrid.count(workload::HybridLayer::attention) == 0) {
+    throw InputError(what + " without attention layers: serving a model with no KV cache at all is not modelled");
+  }
   if (pool.pp > 1) throw InputError(what + ": pipeline_parallel_size > 1 is not modelled for it (serve it with TP)");
   if (pool.dp_attention) throw InputError(what + ": data_parallel_attention is not modelled for it");
   if (pool.two_batch_overlap) throw InputError(what + ": two_batch_overlap is not modelled for it");

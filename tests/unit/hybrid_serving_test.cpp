@@ -3,6 +3,10 @@
 // prompt chunk's scan in the iteration; the state's blocks charged per sequence; the refusals.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "fmsim/common/error.hpp"
 #include "fmsim/compute/compute_model.hpp"
 #include "fmsim/inference/serving_plan.hpp"
@@ -95,4 +99,17 @@ TEST_CASE("hybrid serving: what it does not model is refused with the reason") {
   CHECK_THAT(refusal(R"({"enable_prefix_caching": true})"), Catch::Contains("a Mamba layer's state is per sequence"));
   CHECK_THAT(refusal(R"({"speculative": {"method": "eagle", "num_speculative_tokens": 2, "acceptance_rate": 0.7}})"),
              Catch::Contains("speculative decoding of a hybrid target"));
+  // Without attention layers there is no KV pool to take the Mamba state from.
+  auto config = nlohmann::json::parse(std::ifstream(test::source_dir() / "configs" / "models" / "nemotron-3-nano.json"));
+  config["hybrid_override_pattern"] = "MEMEMEME";
+  config["num_hidden_layers"] = 8;
+  const std::string path = test::write_temp(config.dump(), "mamba-only.json").string();
+  std::string message;
+  try {
+    const auto s = load(R"({"precision": "fp8"})", path);
+    const ServingPlan plan(s);
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Catch::Contains("without attention layers"));
 }
