@@ -3,37 +3,14 @@
 // conservation of time and node-seconds under random group failures with either recovery.
 #include <catch2/catch.hpp>
 
-#include "fmsim/cluster/cluster_sim.hpp"
+#include "cluster_test_support.hpp"
 
 using namespace fmsim::cluster;
+using fmsim::test::injected;
+using fmsim::test::job;
+using fmsim::test::shape;
 
 namespace {
-
-JobSpec job(const std::string& id, double submit_s, int nodes, double duration_s, double checkpoint_s = 0) {
-  JobSpec j;
-  j.id = id;
-  j.submit_s = submit_s;
-  j.nodes = nodes;
-  j.duration_s = duration_s;
-  j.time_limit_s = duration_s;
-  j.checkpoint_interval_s = checkpoint_s;
-  return j;
-}
-
-ClusterShape shape(int nodes, int per_group) {
-  ClusterShape s;
-  s.nodes = nodes;
-  s.nodes_per_leaf = per_group;
-  return s;
-}
-
-FailureModel::Injected node_failure(double time_s, int node, Recovery recovery) {
-  FailureModel::Injected f;
-  f.time_s = time_s;
-  f.node = node;
-  f.recovery = recovery;
-  return f;
-}
 
 SimOptions hand_options() {
   SimOptions o;
@@ -134,7 +111,7 @@ TEST_CASE("checkpointless recovery: a replacement node for hardware, in place fo
   std::vector<JobSpec> jobs = {job("a", 0, 2, 3600, 1800)};
   SimOptions o = hand_options();
   o.failures.watchdog_s = 600;
-  o.failures.injected = {node_failure(1000, 0, Recovery::repair)};
+  o.failures.injected = {injected(1000, 0, Recovery::repair)};
   // Restart: nothing kept before the first checkpoint; the free node 2 takes the place: 1000 + 600 + 3600.
   auto r = simulate_cluster(shape(3, 3), jobs, o);
   CHECK(r.jobs[0].end_s == Approx(5200));
@@ -144,17 +121,17 @@ TEST_CASE("checkpointless recovery: a replacement node for hardware, in place fo
   CHECK(r.jobs[0].runs.back().nodes == std::vector<int>{2, 1});
   CHECK(r.jobs[0].restarts == 0);
   // Software: the crashed process restarts in place on the same nodes.
-  o.failures.injected = {node_failure(1000, 0, Recovery::restart)};
+  o.failures.injected = {injected(1000, 0, Recovery::restart)};
   r = simulate_cluster(shape(3, 3), jobs, o);
   CHECK(r.jobs[0].end_s == Approx(1000 + 105 + 2600));
   CHECK(r.jobs[0].runs.back().nodes == std::vector<int>{0, 1});
   // A hang stops progress at 1,000 s; the watchdog finds it at 1,600 s; then in process.
-  o.failures.injected = {node_failure(1000, 0, Recovery::hang)};
+  o.failures.injected = {injected(1000, 0, Recovery::hang)};
   r = simulate_cluster(shape(3, 3), jobs, o);
   CHECK(r.jobs[0].end_s == Approx(1600 + 105 + 2600));
   CHECK(r.jobs[0].lost_s == Approx(600 + 105));
   // No node to replace the failed one: it waits for the repair and restarts from its checkpoint.
-  o.failures.injected = {node_failure(1000, 0, Recovery::repair)};
+  o.failures.injected = {injected(1000, 0, Recovery::repair)};
   r = simulate_cluster(shape(2, 2), jobs, o);
   CHECK(r.jobs[0].checkpointless_recoveries == 0);
   CHECK(r.jobs[0].end_s == Approx(1000 + 14400 + 600 + 3600));
@@ -166,7 +143,7 @@ TEST_CASE("a node out for its own repair and its group's comes back when both ar
   std::vector<JobSpec> jobs = {job("big", 600, 8, 1000)};
   SimOptions o = hand_options();
   o.failures.group_repair_s = 2000;
-  o.failures.injected = {node_failure(100, 5, Recovery::repair)};
+  o.failures.injected = {injected(100, 5, Recovery::repair)};
   o.failures.injected_groups = {{500, 1}};
   // Its own repair ends first (1,100 s): it stays out with its group until 2,500 s.
   o.failures.repair_s = 1000;
@@ -196,19 +173,7 @@ TEST_CASE("under random group and node failures every job completes and time is 
     o.failures.seed = 5;
     const auto r = simulate_cluster(shape(24, 8), jobs, o);
     CHECK(r.group_failures.size() > 0);
-    double held = 0, lost = 0;
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      const auto& out = r.jobs[i];
-      REQUIRE(out.end_s > 0);
-      double ran = 0;
-      for (const auto& run : out.runs) {
-        ran += run.end_s - run.start_s;
-        held += (run.end_s - run.start_s) * run.nodes.size();
-      }
-      CHECK(ran == Approx(jobs[i].duration_s + out.lost_s).epsilon(1e-9));
-      lost += out.lost_s;
-    }
-    CHECK(held == Approx(r.busy_node_s).epsilon(1e-9));
+    fmsim::test::check_time_conserved(jobs, r);
     if (recovery == JobRecovery::checkpointless) CHECK(r.checkpointless_recoveries > 0);
     const auto again = simulate_cluster(shape(24, 8), jobs, o);
     CHECK(again.group_failures.size() == r.group_failures.size());

@@ -5,28 +5,14 @@
 #include <cmath>
 #include <random>
 
-#include "fmsim/cluster/cluster_sim.hpp"
+#include "cluster_test_support.hpp"
 
 using namespace fmsim::cluster;
+using fmsim::test::injected;
+using fmsim::test::job;
+using fmsim::test::shape;
 
 namespace {
-
-JobSpec job(const std::string& id, double submit_s, int nodes, double duration_s) {
-  JobSpec j;
-  j.id = id;
-  j.submit_s = submit_s;
-  j.nodes = nodes;
-  j.duration_s = duration_s;
-  j.time_limit_s = duration_s;
-  return j;
-}
-
-ClusterShape shape(int nodes, int per_group) {
-  ClusterShape s;
-  s.nodes = nodes;
-  s.nodes_per_leaf = per_group;
-  return s;
-}
 
 // 16 nodes: a (4 nodes, 2 h) runs; b (all 16) must wait for it; c (2 nodes, 30 min) fits before b's
 // reservation; d (8 nodes, 3 h) would delay b, so it waits for b.
@@ -109,22 +95,10 @@ TEST_CASE("under failures every job completes and node-seconds are conserved") {
   o.failures.seed = 3;
   const auto r = simulate_cluster(shape(16, 8), jobs, o);
   CHECK(r.node_failures > 0);
-  double held = 0;
+  fmsim::test::check_time_conserved(jobs, r);
   int restarts = 0;
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    const auto& out = r.jobs[i];
-    REQUIRE(out.end_s > 0);
-    double ran = 0;
-    for (const auto& run : out.runs) {
-      ran += run.end_s - run.start_s;
-      held += (run.end_s - run.start_s) * run.nodes.size();
-    }
-    // Every second a job ran was either its work or lost to a failure (work past a checkpoint, restarts).
-    CHECK(ran == Approx(jobs[i].duration_s + out.lost_s).epsilon(1e-9));
-    restarts += out.restarts;
-  }
+  for (const auto& out : r.jobs) restarts += out.restarts;
   CHECK(restarts > 0);
-  CHECK(held == Approx(r.busy_node_s).epsilon(1e-9));
   // The same seed replays the same failures; another seed draws others.
   const auto again = simulate_cluster(shape(16, 8), jobs, o);
   CHECK(again.node_failures == r.node_failures);
@@ -152,18 +126,6 @@ TEST_CASE("the priority policy starts a later high-priority job first") {
   CHECK(r.jobs[2].first_start_s == 3600);
   CHECK(r.jobs[1].first_start_s == 7200);
 }
-
-namespace {
-
-FailureModel::Injected injected(double time_s, int node, Recovery recovery) {
-  FailureModel::Injected f;
-  f.time_s = time_s;
-  f.node = node;
-  f.recovery = recovery;
-  return f;
-}
-
-}  // namespace
 
 TEST_CASE("a hang holds the job's nodes until the watchdog, then it restarts on them; software restarts at once") {
   // One 2-node job of 1 h, no checkpoint, on 4 nodes; its node 0 fails at 1,000 s. Watchdog 600 s, restart
@@ -266,20 +228,10 @@ TEST_CASE("a straggler slows its job by its slowdown; time is conserved with str
   r = simulate_cluster(shape(18, 9), jobs, o);
   CHECK(r.node_failures > 0);
   CHECK(!r.stragglers.empty());
-  double held = 0, added = 0;
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    const auto& out = r.jobs[i];
-    REQUIRE(out.end_s > 0);
-    double ran = 0;
-    for (const auto& run : out.runs) {
-      ran += run.end_s - run.start_s;
-      held += (run.end_s - run.start_s) * run.nodes.size();
-    }
-    CHECK(ran == Approx(jobs[i].duration_s + out.lost_s + out.straggler_s).epsilon(1e-9));
-    added += out.straggler_s;
-  }
+  fmsim::test::check_time_conserved(jobs, r);
+  double added = 0;
+  for (const auto& out : r.jobs) added += out.straggler_s;
   CHECK(added > 0);
-  CHECK(held == Approx(r.busy_node_s).epsilon(1e-9));
   // The straggler draw has its own stream: the failures are the same with or without stragglers.
   auto without = o;
   without.failures.straggler_fraction = 0;

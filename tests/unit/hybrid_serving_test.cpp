@@ -11,7 +11,7 @@
 #include "fmsim/compute/compute_model.hpp"
 #include "fmsim/inference/serving_plan.hpp"
 #include "fmsim/workload/ssd_scan.hpp"
-#include "test_support.hpp"
+#include "serve_test_support.hpp"
 
 using namespace fmsim;
 using namespace fmsim::inference;
@@ -19,10 +19,7 @@ using namespace fmsim::inference;
 namespace {
 
 ServeScenario load(const std::string& serving, const std::string& model = "nemotron-3-nano") {
-  const std::string json = R"({"cluster": {"base": ")" + (test::source_dir() / "topologies" / "p5en-128node.json").string() +
-                           R"(", "nodes": 1}, "model": ")" + model + R"(", "serving": )" + serving +
-                           R"(, "workload": {"arrival": "offline", "requests": 1, "input_tokens": 8, "output_tokens": 8}})";
-  return load_serve_scenario(test::write_temp(json, "serve.json"), {}, test::catalog());
+  return test::serve_scenario("p5en-128node.json", 1, model, serving);
 }
 
 std::string refusal(const std::string& serving) {

@@ -12,7 +12,7 @@
 #include "fmsim/inference/serve_report.hpp"
 #include "fmsim/inference/serving_plan.hpp"
 #include "inference/replica_scheduler.hpp"
-#include "test_support.hpp"
+#include "serve_test_support.hpp"
 
 using namespace fmsim;
 using namespace fmsim::inference;
@@ -20,10 +20,7 @@ using namespace fmsim::inference;
 namespace {
 
 ServeScenario load(const std::string& serving, const std::string& model = "llama3.1-8b") {
-  const std::string json = R"({"cluster": {"base": ")" + (test::source_dir() / "topologies" / "p5-2node.json").string() +
-                           R"(", "nodes": 1}, "model": ")" + model + R"(", "serving": )" + serving +
-                           R"(, "workload": {"arrival": "offline", "requests": 1, "input_tokens": 8, "output_tokens": 8}})";
-  return load_serve_scenario(test::write_temp(json, "serve.json"), {}, test::catalog());
+  return test::serve_scenario("p5-2node.json", 1, model, serving);
 }
 
 }  // namespace
