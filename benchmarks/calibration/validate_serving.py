@@ -17,12 +17,12 @@ How the rows are configured (the engine as the benchmark ran it, not fitted):
   max_batch_size / max_num_tokens as trtllm-bench derives them from the row's ISL/OSL
   (tensorrt_llm/bench/build/tuning.py: calc_engine_setting + finetune_setting, reproduced below). MoE
   rows with TP > 1 run tensor-parallel attention with the experts spread over the TP ranks (trtllm-bench
-  --ep): the page's MoE llm_options.yml nests `enable_attention_dp: true` inside `cuda_graph_config`,
-  a strict pydantic model (StrictBaseModel, extra="forbid", tensorrt_llm/llmapi/llm_args.py) that refuses
-  the key, so the file as printed cannot have enabled attention DP (its review in NVIDIA/TensorRT-LLM pull
-  request #7848 calls the indentation a mistake), and NVIDIA's own perf-test configuration for Llama-4
-  Scout and Maverick (tests/integration/defs/perf/pytorch_model_config.py) sets the same CUDA-graph list
-  without attention DP.
+  --ep), as NVIDIA's own perf-test configuration for Llama-4 Scout and Maverick sets them
+  (tests/integration/defs/perf/pytorch_model_config.py: the page's CUDA-graph list, no attention DP). The
+  layout the published rows ran is not certain: the page's MoE llm_options.yml nests `enable_attention_dp:
+  true` inside `cuda_graph_config`, a strict pydantic model (StrictBaseModel, extra="forbid") that refuses
+  the key, so that file as printed would not load at all, and its review (pull request #7848) calls the
+  indentation a mistake, i.e. attention DP was meant. docs/validation.md gives both layouts' errors.
 - MLPerf v4.1 Llama-2-70B (NVIDIA closed submission, configs/llama2-70b/{Offline,Server}/__init__.py of
   mlcommons/inference_results_v4.1): H100 8 x 80 GB as 4 x TP2 (gpu_batch_size 896 offline, 1024 server),
   H200 as 8 x TP1 (batch 896), kvcache_free_gpu_mem_frac 0.90, FP8 weights and KV. OpenOrca lengths are

@@ -1,5 +1,5 @@
 // Time series of a shared-cluster run (cluster_report.hpp cluster_metrics), sampled evenly over the run
-// from the first submission to the last completion: nodes busy (held by jobs), down (in repair) and
+// from the first submission to the last completion: nodes busy (held by jobs), down (in repair or in a failed group) and
 // free; the cluster's GPU utilisation over each interval (busy node-seconds over capacity, the
 // document's "utilization" when averaged over the run); jobs running and waiting per queue; node
 // failures by their drawn cause's category (failure_causes.hpp: Llama 3's root causes), and for a
@@ -33,7 +33,7 @@ std::string cluster_metrics(const ClusterRun& run, const report::MetricsOptions&
   const double origin = r.busy_nodes.empty() ? 0.0 : r.busy_nodes.front().first;
   const report::detail::MetricsGrid grid(r.makespan_s, 1500);
   report::OpenMetricsWriter w(options);
-  w.family("fmsim_cluster_nodes", MetricType::gauge, "Nodes by state: busy (held by a job), down (in repair), free.");
+  w.family("fmsim_cluster_nodes", MetricType::gauge, "Nodes by state: busy (held by a job), down (in repair or in a failed placement group), free.");
   w.family("fmsim_cluster_gpu_utilization_ratio", MetricType::gauge, "Share of the cluster's GPUs held by jobs over the last interval.", "ratio");
   w.family("fmsim_cluster_jobs", MetricType::gauge, "Jobs running and waiting (submitted, not running, not finished), per queue.");
   w.family("fmsim_cluster_jobs_completed", MetricType::counter, "Jobs finished.");
@@ -56,8 +56,13 @@ std::string cluster_metrics(const ClusterRun& run, const report::MetricsOptions&
     }
     return busy_now;
   };
-  std::vector<std::pair<double, double>> down;
-  for (const auto& f : r.failures) down.push_back({f.time_s - origin, f.time_s - origin + run.options.failures.repair_s});
+  // Nodes out (in repair, or in a failed placement group): the simulation's own step function.
+  std::size_t down_next = 0;
+  int down_now = 0;
+  auto down_at = [&](double t) {  // called with increasing t
+    for (; down_next < r.down_nodes.size() && r.down_nodes[down_next].first - origin <= t; ++down_next) down_now = r.down_nodes[down_next].second;
+    return down_now;
+  };
   // Jobs: running spans, waiting spans (submit to first start, an interruption to the next start), per queue.
   std::map<std::string, std::vector<std::pair<double, double>>> running, waiting;
   std::vector<double> completions;
@@ -82,7 +87,7 @@ std::string cluster_metrics(const ClusterRun& run, const report::MetricsOptions&
   for (std::size_t k = 0; k < grid.t.size(); ++k) {
     const double t = grid.t[k];
     const std::size_t i = k == 0 ? 0 : k - 1;
-    const int busy = busy_at(t), in_repair = covering(down, t);
+    const int busy = busy_at(t), in_repair = down_at(t);
     w.sample("fmsim_cluster_nodes", {{"state", "busy"}}, t, busy);
     w.sample("fmsim_cluster_nodes", {{"state", "down"}}, t, in_repair);
     w.sample("fmsim_cluster_nodes", {{"state", "free"}}, t, std::max(0, run.shape.nodes - busy - in_repair));

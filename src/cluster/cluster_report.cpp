@@ -212,7 +212,8 @@ std::string to_text(const ClusterRun& run) {
       int jobs_hit = 0;
       for (const auto& g : r.group_failures) jobs_hit += static_cast<int>(g.jobs.size());
       std::snprintf(line, sizeof line, "    %zu %s failures (each took all its nodes out for %s), hitting %d running jobs\n", r.group_failures.size(),
-                    run.shape.nodes_per_domain > 1 ? "NVLink domain" : "leaf switch group", duration(run.options.failures.group_repair_s).c_str(), jobs_hit);
+                    run.shape.nodes_per_domain > 1 && run.shape.node_group.empty() ? "NVLink domain" : "leaf switch group",
+                    duration(run.options.failures.group_repair_s).c_str(), jobs_hit);
       out += line;
     }
     if (run.options.failures.recovery == JobRecovery::checkpointless) {

@@ -51,6 +51,7 @@ ClusterResult Simulation::run() {
   const double first_submit = jobs_.empty() ? 0.0 : jobs_.front().submit_s;
   last_time_ = first_submit;
   result_.busy_nodes.emplace_back(first_submit, 0);
+  result_.down_nodes.emplace_back(first_submit, 0);
   while (!events_.empty() && done_ < static_cast<int>(jobs_.size())) {
     const double now = events_.top().time;
     advance(now);
@@ -63,6 +64,7 @@ ClusterResult Simulation::run() {
     schedule(now);
     if (elastic_) grow(now);
     update_contention(now);
+    if (result_.down_nodes.empty() || result_.down_nodes.back().second != down_) result_.down_nodes.emplace_back(now, down_);
   }
   result_.makespan_s = last_time_ - first_submit;
   if (quotas_) {

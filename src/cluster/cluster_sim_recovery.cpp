@@ -4,6 +4,7 @@
 // restarting from their last checkpoint.
 #include "cluster_simulation.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace fmsim::cluster::detail {
@@ -27,8 +28,13 @@ std::vector<int> Simulation::replacements(int j, int count, int prefer, int avoi
     ++result_.jobs[j].spare_swaps;
   }
   if (const int rest = count - static_cast<int>(nodes.size()); rest > 0) {
-    const auto more = detail::place_nodes(rest, Placement::topology, members_, group_free_,
-                                          [this, avoid](int n) { return node_[n] == kFree && group_of(n) != avoid; });
+    // Free nodes besides the spares just taken (take_spare made them free, not yet the job's).
+    std::vector<int> group_free = group_free_;
+    for (int n : nodes) --group_free[group_of(n)];
+    const std::set<int> taken(nodes.begin(), nodes.end());
+    const auto more = detail::place_nodes(rest, Placement::topology, members_, group_free, [this, avoid, &taken](int n) {
+      return node_[n] == kFree && group_of(n) != avoid && taken.count(n) == 0;
+    });
     nodes.insert(nodes.end(), more.begin(), more.end());
   }
   return nodes;
@@ -43,7 +49,10 @@ void Simulation::recover_in_process(int j, std::vector<int> nodes, double now) {
   // The peers hold the state of the last finished step: a scenario job loses the step in flight; a job
   // given by its duration has no step to lose.
   const double step_s = jobs_[j].steps > 0 && jobs_[j].duration_s > 0 ? jobs_[j].duration_s / static_cast<double>(jobs_[j].steps) : 0.0;
-  const double kept = step_s > 0 ? std::floor(worked / step_s) * step_s : worked;
+  // Steps count from the job's start, not this run's (a rescale or a checkpoint may have left it mid-step).
+  const double done_before = jobs_[j].duration_s - s.remaining_s;
+  const double kept =
+      step_s > 0 ? std::clamp(std::floor((done_before + worked) / step_s + 1e-9) * step_s - done_before, 0.0, worked) : worked;
   const auto split = s.progress.split(kept, progress_end);
   s.remaining_s -= kept;
   outcome.lost_s += ran - split.time_s;

@@ -17,8 +17,14 @@ HybridStack hybrid_stack(const workload::ModelSpec& m) {
   return s;
 }
 
+workload::MambaShape serving_mamba_shape(const workload::MambaShape& shape, int tp) {
+  workload::MambaShape s = shape;
+  if (s.groups % tp != 0 && s.groups == 1) s.groups = tp;
+  return s;
+}
+
 double mamba_state_bytes_per_sequence(const workload::ModelSpec& m, double tp, double ssm_element_bytes) {
-  const auto& s = m.hybrid.mamba;
+  const auto s = serving_mamba_shape(m.hybrid.mamba, static_cast<int>(tp));
   const double conv = s.conv_dim() / tp * (s.conv_kernel - 1) * kActivationBytes;
   const double ssm = s.heads / tp * s.head_dim * static_cast<double>(s.state) * ssm_element_bytes;
   return m.hybrid.count(HybridLayer::mamba) * (conv + ssm);
@@ -27,14 +33,16 @@ double mamba_state_bytes_per_sequence(const workload::ModelSpec& m, double tp, d
 double mamba_prefill_scan_s(const compute::ComputeModel& gpu, const workload::ModelSpec& m, double tp, double tokens) {
   if (tokens <= 0) return 0.0;
   double s = 0;
-  for (const auto& kernel : workload::ssd_forward_kernels(m.hybrid.mamba, tp)) s += workload::ssd_kernel_s(gpu, kernel, tokens, false);
+  for (const auto& kernel : workload::ssd_forward_kernels(serving_mamba_shape(m.hybrid.mamba, static_cast<int>(tp)), tp)) {
+    s += workload::ssd_kernel_s(gpu, kernel, tokens, false);
+  }
   return s;
 }
 
 double mamba_decode_update_s(const compute::ComputeModel& gpu, const workload::ModelSpec& m, double tp, double sequences,
                              double ssm_element_bytes) {
   if (sequences <= 0) return 0.0;
-  const auto& s = m.hybrid.mamba;
+  const auto s = serving_mamba_shape(m.hybrid.mamba, static_cast<int>(tp));
   const double H = s.heads / tp, G = s.groups / tp, P = s.head_dim, N = s.state;
   // causal_conv1d_update: the conv state read and shifted back, the new x, B, C in and out.
   const double conv = 2.0 * s.conv_dim() / tp * (s.conv_kernel - 1) * kActivationBytes + 2.0 * s.conv_dim() / tp * kActivationBytes;
@@ -45,7 +53,7 @@ double mamba_decode_update_s(const compute::ComputeModel& gpu, const workload::M
 
 double mamba_prefill_conv_s(const compute::ComputeModel& gpu, const workload::ModelSpec& m, double tp, double tokens) {
   if (tokens <= 0) return 0.0;
-  return gpu.memory_s(2.0 * tokens * m.hybrid.mamba.conv_dim() / tp * kActivationBytes);  // causal_conv1d_fn with SiLU
+  return gpu.memory_s(2.0 * tokens * serving_mamba_shape(m.hybrid.mamba, static_cast<int>(tp)).conv_dim() / tp * kActivationBytes);  // causal_conv1d_fn with SiLU
 }
 
 }  // namespace fmsim::inference

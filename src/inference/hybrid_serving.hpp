@@ -18,6 +18,11 @@ struct HybridStack {
 };
 HybridStack hybrid_stack(const workload::ModelSpec& model);
 
+/// The Mamba shape the per-rank formulas use at TP `tp`: vLLM's MambaMixer2 shards the groups over TP, or
+/// replicates a single group on every rank (n_groups = 1, as in Granite 4.0-H): then each rank computes
+/// as if the model had `tp` groups, one per rank.
+workload::MambaShape serving_mamba_shape(const workload::MambaShape& shape, int tp);
+
 /// Bytes of one sequence's Mamba state on one of `tp` ranks, over every Mamba layer: the conv state
 /// (conv_dim / TP channels x (conv_kernel - 1) inputs, BF16) and the SSM state (heads / TP x head_dim x
 /// state, `ssm_element_bytes` each: mamba_ssm_cache_dtype).

@@ -98,6 +98,8 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   if (m.hybrid.enabled()) {  // each layer its own mixer or MLP (and its norm), all sharded over TP
     layer_params = moe_layers * redundant_params / tp;
     for (int layer = 0; layer < m.layers; ++layer) layer_params += workload::hybrid_layer_parameters(m, counts, layer) / tp;
+    // LatentMoE's two projections are whole on every rank, not sharded.
+    layer_params += moe_layers * 2.0 * m.hidden * m.hybrid.moe_latent * (1.0 - 1.0 / tp);
   }
   const double vocab_params = pool.pp == 1 ? (counts.embedding + counts.output) / tp : std::max(counts.embedding, counts.output) / tp;
   memory_.weight_bytes_per_gpu = layer_params * weight_bytes + vocab_params * kActivationBytes;
@@ -152,13 +154,20 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   const double rank_tokens = pool.dp_attention ? t_max / tp : t_max;
   double per_token = pool.dp_attention ? 3.0 * m.hidden + m.q_dim() + 2.0 * m.kv_dim() + 3.0 * mlp_width
                                        : 3.0 * m.hidden + (m.q_dim() + 2.0 * m.kv_dim()) / tp + 3.0 * mlp_width / tp;
-  if (m.hybrid.enabled()) per_token += m.hybrid.mamba.in_proj_width() / tp;  // a Mamba layer's z, x, B, C, dt
+  if (m.hybrid.enabled()) per_token += serving_mamba_shape(m.hybrid.mamba, pool.tp).in_proj_width() / tp;  // a Mamba layer's z, x, B, C, dt
   memory_.activation_bytes_per_gpu = rank_tokens * per_token * kActivationBytes +
                                      pool.engine.max_num_seqs * static_cast<double>(m.vocab) / tp * kLogitBytes;
   memory_.reserve_bytes_per_gpu = kRuntimeReserve_bytes;
   const double usable = pool.engine.kv_free_memory_fraction > 0 ? scenario.cluster.gpu.hbm_bytes
                                                                  : scenario.cluster.gpu.hbm_bytes * pool.engine.gpu_memory_utilization;
   memory_.kv_bytes_per_gpu = usable - memory_.weight_bytes_per_gpu - memory_.activation_bytes_per_gpu - memory_.reserve_bytes_per_gpu;
+  // A hybrid model's Mamba state under TensorRT-LLM: its MambaCacheManager holds a slot for each of
+  // max_batch_size sequences, allocated apart from the KV cache (vLLM takes it from the KV pool instead, below).
+  if (m.hybrid.enabled() && pool.engine.kind == EngineKind::tensorrt_llm) {
+    memory_.mamba_state_bytes_per_sequence_per_gpu = mamba_state_bytes_per_sequence(m, tp, scenario.ssm_state_bytes_per_element);
+    memory_.mamba_cache_bytes_per_gpu = pool.engine.max_num_seqs * memory_.mamba_state_bytes_per_sequence_per_gpu;
+    memory_.kv_bytes_per_gpu -= memory_.mamba_cache_bytes_per_gpu;
+  }
   // TensorRT-LLM: the KV cache takes a fraction of the memory free after the model is loaded.
   if (pool.engine.kv_free_memory_fraction > 0) memory_.kv_bytes_per_gpu *= pool.engine.kv_free_memory_fraction;
   memory_.kv_bytes_per_token_per_gpu = per_layer_gpu * (m.hybrid.enabled() ? kv_layers : stage_layers_) + draft_kv_bytes_per_token_gpu_;
@@ -184,8 +193,10 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   // cache manager allocates it as blocks of the pool, sized to the state), counted here in KV blocks.
   if (m.hybrid.enabled()) {
     memory_.mamba_state_bytes_per_sequence_per_gpu = mamba_state_bytes_per_sequence(m, tp, scenario.ssm_state_bytes_per_element);
-    const double block_bytes = memory_.kv_bytes_per_token_per_gpu * pool.engine.block_size;
-    memory_.state_blocks_per_sequence = static_cast<long long>(std::ceil(memory_.mamba_state_bytes_per_sequence_per_gpu / block_bytes));
+    if (pool.engine.kind != EngineKind::tensorrt_llm) {
+      const double block_bytes = memory_.kv_bytes_per_token_per_gpu * pool.engine.block_size;
+      memory_.state_blocks_per_sequence = static_cast<long long>(std::ceil(memory_.mamba_state_bytes_per_sequence_per_gpu / block_bytes));
+    }
     state_transfer_bytes_per_sequence_ = mamba_state_bytes_per_sequence(m, 1.0, scenario.ssm_state_bytes_per_element);
   }
   // vLLM's num_gpu_blocks_override: the KV cache holds exactly this many blocks.
@@ -336,7 +347,8 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
     // and an up projection of the hidden state (hybrid_pattern.hpp).
     const double latent = m.hybrid.moe_latent;
     moe_mlp = grouped(expert_width, gate * width) + grouped(width, expert_width);
-    if (latent > 0) moe_mlp += gemm(t, m.hidden, latent / tp) + gemm(t, latent / tp, m.hidden);
+    // The projections are replicated on every rank (vLLM's ReplicatedLinear; the experts take whole rows).
+    if (latent > 0) moe_mlp += gemm(t, m.hidden, latent) + gemm(t, latent, m.hidden);
     moe_mlp += gemm(t, m.hidden, m.moe.experts);  // router
     if (m.moe.shared_ffn > 0) moe_mlp += gemm(t, m.hidden, gate * m.moe.shared_ffn / tp) + gemm(t, m.moe.shared_ffn / tp, m.hidden);
   }
@@ -347,7 +359,7 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
   const double attention_blocks = hybrid ? hybrid_attention_ : layers;
   const double dense_blocks = hybrid ? hybrid_mlp_ : dense_layers, moe_blocks = hybrid ? hybrid_moe_ : moe_layers;
   const double mamba_blocks = hybrid ? hybrid_mamba_ : 0;
-  const auto& mamba = m.hybrid.mamba;
+  const auto mamba = serving_mamba_shape(m.hybrid.mamba, pool_.tp);
   out.gemm_s += attention_blocks * attention_gemms + dense_blocks * dense_mlp + moe_blocks * moe_mlp;
   // Mamba: in_proj (z, x, B, C, dt of this rank's heads and groups) and out_proj, sharded over TP.
   if (hybrid) out.gemm_s += mamba_blocks * (gemm(t, m.hidden, mamba.in_proj_width() / tp) + gemm(t, mamba.inner() / tp, m.hidden));

@@ -43,8 +43,10 @@ void ReplicaScheduler::release_all(SeqState& s) {
 }
 
 long long kv_blocks_for(int samples, int block_size, long long prefilled, long long gen_kv, long long state_blocks) {
-  if (samples == 1) return ceil_div(prefilled + gen_kv, block_size) + state_blocks;
-  return ceil_div(prefilled, block_size) + samples * (ceil_div(gen_kv, block_size) + state_blocks);
+  // A hybrid model's Mamba state: one while the prompt is prefilled, one per sample once they decode.
+  const long long states = state_blocks * (gen_kv > 0 ? samples : 1);
+  if (samples == 1) return ceil_div(prefilled + gen_kv, block_size) + states;
+  return ceil_div(prefilled, block_size) + samples * ceil_div(gen_kv, block_size) + states;
 }
 
 void ReplicaScheduler::preempt(SeqState& s) {

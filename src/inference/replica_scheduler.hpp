@@ -35,8 +35,9 @@ struct SeqState {
 
 /// KV blocks of a sequence of `samples` with `prefilled` prompt tokens and `gen_kv` generated tokens per
 /// sample in KV. One sample: its tokens follow the prompt in the same blocks. Several: the prompt's
-/// blocks are shared and each sample has its own blocks for what it generates. A hybrid model's samples
-/// each hold `state_blocks` more for their Mamba state (ReplicaMemory::state_blocks_per_sequence).
+/// blocks are shared and each sample has its own blocks for what it generates. A hybrid model's sequence
+/// holds `state_blocks` more for its Mamba state (ReplicaMemory::state_blocks_per_sequence): one state
+/// while its prompt is prefilled, one per sample once they generate.
 long long kv_blocks_for(int samples, int block_size, long long prefilled, long long gen_kv, long long state_blocks);
 
 struct ScheduledSeq {

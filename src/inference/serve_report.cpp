@@ -229,7 +229,8 @@ nlohmann::json pool_json(const ServingPlan& plan, int index) {
             {"runtime_bytes", m.reserve_bytes_per_gpu},
             {"kv_cache_bytes", m.kv_bytes_per_gpu},
             {"kv_bytes_per_token", m.kv_bytes_per_token_per_gpu},
-            {"mamba_state_bytes_per_sequence", m.mamba_state_bytes_per_sequence_per_gpu}}},
+            {"mamba_state_bytes_per_sequence", m.mamba_state_bytes_per_sequence_per_gpu},
+            {"mamba_cache_bytes", m.mamba_cache_bytes_per_gpu}}},
           {"num_gpu_blocks_override", e.num_gpu_blocks_override > 0 ? nlohmann::json(e.num_gpu_blocks_override) : nlohmann::json(nullptr)},
           {"kv_offload",
            {{"kv_offloading_size_bytes", e.kv_offload_bytes},
@@ -343,6 +344,12 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
                   to_string(pool.role).c_str(), pool.replicas, pool.tp, pool.pp, units::format_bytes(m.weight_bytes_per_gpu).c_str(),
                   units::format_bytes(m.kv_bytes_per_gpu).c_str(), m.kv_capacity_tokens);
     out += line;
+    if (m.mamba_cache_bytes_per_gpu > 0) {  // TensorRT-LLM: the Mamba states of max_num_seqs sequences, preallocated
+      std::snprintf(line, sizeof line, "           Mamba state %s per sequence and GPU, %s preallocated for max_num_seqs = %d\n",
+                    units::format_bytes(m.mamba_state_bytes_per_sequence_per_gpu).c_str(), units::format_bytes(m.mamba_cache_bytes_per_gpu).c_str(),
+                    pool.engine.max_num_seqs);
+      out += line;
+    }
     if (m.state_blocks_per_sequence > 0) {  // a hybrid model's Mamba state, from the same memory
       std::snprintf(line, sizeof line, "           Mamba state %s per sequence and GPU (%lld blocks = %lld tokens of KV): at most %lld sequences per replica\n",
                     units::format_bytes(m.mamba_state_bytes_per_sequence_per_gpu).c_str(), m.state_blocks_per_sequence,

@@ -250,9 +250,9 @@ void validate_hybrid_pool(const PoolSpec& pool, const ServeScenario& s, const st
   const auto& m = s.model;
   const auto& mamba = m.hybrid.mamba;
   const std::string what = where + ": " + m.name + " is a hybrid Mamba/attention model";
-  if (mamba.heads % pool.tp != 0 || mamba.groups % pool.tp != 0) {
+  if (mamba.heads % pool.tp != 0 || (mamba.groups % pool.tp != 0 && mamba.groups != 1)) {
     throw InputError(what + ": tensor_parallel_size = " + std::to_string(pool.tp) + " must divide its " + std::to_string(mamba.heads) +
-                     " Mamba heads and " + std::to_string(mamba.groups) + " groups (the engines shard both over TP)");
+                     " Mamba heads and " + std::to_string(mamba.groups) + " groups (the engines shard both over TP, or replicate a single group)");
   }
   if (m.hybrid.count(workload::HybridLayer::attention) == 0) {
     throw InputError(what + " without attention layers: serving a model with no KV cache at all is not modelled");

@@ -471,6 +471,11 @@ def a_group_failure_restarts_its_jobs_or_they_go_on_checkpointless():
     assert job["restarts"] == 0 and job["checkpointless_recoveries"] == 1, job
     assert abs(job["end_s"] - 7320) < 1e-6 and abs(job["lost_s"] - 120) < 1e-6, job
     assert doc["failures"]["checkpointless_recoveries"] == 1
+    # The metrics' node states count the failed group as down while it is out (8 nodes for 3 h).
+    metrics = os.path.join(TMP, "group-metrics.txt")
+    assert run(*base, "--metrics", metrics).returncode == 0
+    down = [float(line.split()[1]) for line in open(metrics) if line.startswith('fmsim_cluster_nodes{state="down"')]
+    assert max(down) == 8 and down[0] == 0, (max(down), down[:3])
     text = run(*base, "--recovery", "checkpointless").stdout
     assert "1 leaf switch group failures" in text and "checkpointless: 1 failures recovered in process" in text, text
 

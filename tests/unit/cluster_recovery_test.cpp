@@ -3,6 +3,8 @@
 // conservation of time and node-seconds under random group failures with either recovery.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "cluster_test_support.hpp"
 
 using namespace fmsim::cluster;
@@ -106,6 +108,33 @@ TEST_CASE("an elastic job goes on without a failed group; hot spares outside it 
   CHECK(r.jobs[0].end_s == Approx(1000 + 600 + 3600));
 }
 
+TEST_CASE("checkpointless recovery of a group takes the spares, then free nodes besides them, each once") {
+  // 24 nodes in groups of 8, node 23 held as a spare. x (7 nodes), w (6, short), y (2) and v (6) start at
+  // once; w ends; group 0 fails at 1 h and the jobs on it go on elsewhere: the spare replaces one node,
+  // free nodes the rest, and no job gets the spare twice (the free nodes are looked for without it).
+  std::vector<JobSpec> jobs = {job("x", 0, 7, 36000, 1800), job("w", 0, 6, 600, 1800), job("y", 0, 2, 36000, 1800),
+                               job("v", 0, 6, 36000, 1800)};
+  SimOptions o = hand_options();
+  o.failures.recovery = JobRecovery::checkpointless;
+  o.failures.spare_nodes = 1;
+  o.failures.injected_groups = {{3600, 0}};
+  const auto r = simulate_cluster(shape(24, 8), jobs, o);
+  fmsim::test::check_time_conserved(jobs, r);
+  int recovered = 0, replaced = 0;
+  for (const auto& out : r.jobs) {
+    recovered += out.checkpointless_recoveries;
+    if (out.runs.size() == 2) {
+      const auto& [before, after] = std::pair{out.runs[0].nodes, out.runs[1].nodes};
+      for (int n : after) replaced += std::find(before.begin(), before.end(), n) == before.end() ? 1 : 0;
+    }
+  }
+  CHECK(recovered == static_cast<int>(r.group_failures.at(0).jobs.size()));
+  CHECK(r.spare_swaps == 1);
+  CHECK(replaced > r.spare_swaps);  // free nodes beside the spare
+  // While they run, the group is out and every other node is held once: busy + down + free = 24 nodes.
+  CHECK(r.busy_node_s + r.down_node_s <= 24 * r.makespan_s + 1e-6);
+}
+
 TEST_CASE("checkpointless recovery: a replacement node for hardware, in place for software and after a hang's watchdog") {
   // 3 nodes in one group; job a on 2 of them for 1 h, checkpoints every 30 min; node 0 fails at 1,000 s.
   std::vector<JobSpec> jobs = {job("a", 0, 2, 3600, 1800)};
@@ -164,8 +193,11 @@ TEST_CASE("under random group and node failures every job completes and time is 
     j.steps = i % 2 == 0 ? 0 : 144;  // half of them with 100 s steps
     jobs.push_back(j);
   }
-  for (JobRecovery recovery : {JobRecovery::restart, JobRecovery::checkpointless}) {
+  for (auto [recovery, spares] : {std::pair{JobRecovery::restart, 0}, std::pair{JobRecovery::checkpointless, 0},
+                                  std::pair{JobRecovery::restart, 2}, std::pair{JobRecovery::checkpointless, 2}}) {
+    INFO("recovery " << to_string(recovery) << ", spares " << spares);
     SimOptions o;
+    o.failures.spare_nodes = spares;
     o.failures.node_failures_per_node_hour = 0.005;
     o.failures.group_failures_per_group_hour = 0.01;
     o.failures.group_repair_s = 7200;

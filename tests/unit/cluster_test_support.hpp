@@ -1,6 +1,7 @@
 #pragma once
 // Jobs, cluster shapes and injected failures for the shared-cluster simulation's tests by hand
 // (cluster_sim_test.cpp, cluster_recovery_test.cpp).
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,7 @@ inline void check_time_conserved(const std::vector<cluster::JobSpec>& jobs, cons
     for (const auto& run : out.runs) {
       ran += run.end_s - run.start_s;
       held += (run.end_s - run.start_s) * run.nodes.size();
+      CHECK(std::set<int>(run.nodes.begin(), run.nodes.end()).size() == run.nodes.size());  // no node held twice
     }
     CHECK(ran == Approx(jobs[i].duration_s + out.lost_s + out.straggler_s + out.contention_s).epsilon(1e-9));
   }

@@ -52,6 +52,28 @@ TEST_CASE("hybrid serving: Mamba state per sequence and KV of the attention laye
   CHECK(f32_plan.model(0).memory().mamba_state_bytes_per_sequence_per_gpu == Approx(23 * (conv + 2 * ssm)));
 }
 
+TEST_CASE("hybrid serving: TensorRT-LLM preallocates the states apart; a single group is replicated over TP") {
+  // TensorRT-LLM's MambaCacheManager: max_num_seqs states outside the KV cache, no blocks per sequence.
+  const auto vllm = load(R"({"precision": "fp8", "kv_cache_dtype": "fp8", "tensor_parallel_size": 2, "max_num_seqs": 512})");
+  const auto trt = load(R"({"engine": "tensorrt_llm", "precision": "fp8", "kv_cache_dtype": "fp8", "tensor_parallel_size": 2,
+                            "max_num_seqs": 512, "kv_cache_free_gpu_memory_fraction": 1.0})");
+  const ServingPlan vllm_plan(vllm), trt_plan(trt);
+  const ReplicaMemory& v = vllm_plan.model(0).memory();
+  const ReplicaMemory& t = trt_plan.model(0).memory();
+  CHECK(t.state_blocks_per_sequence == 0);
+  CHECK(t.mamba_cache_bytes_per_gpu == Approx(512 * t.mamba_state_bytes_per_sequence_per_gpu));
+  CHECK(v.mamba_cache_bytes_per_gpu == 0);
+  CHECK(v.state_blocks_per_sequence > 0);
+  // n_groups 1 (Granite 4.0-H style) at TP 2: each rank keeps B and C of the one group whole.
+  auto config = nlohmann::json::parse(std::ifstream(test::source_dir() / "configs" / "models" / "nemotron-3-nano.json"));
+  config["n_groups"] = 1;
+  const std::string path = test::write_temp(config.dump(), "one-group.json").string();
+  const auto one = load(R"({"precision": "fp8", "kv_cache_dtype": "fp8", "tensor_parallel_size": 2})", path);
+  const ServingPlan one_plan(one);
+  const double conv = (64 * 64 / 2.0 + 2 * 1 * 128) * 3 * 2, ssm = 32.0 * 64 * 128 * 2;
+  CHECK(one_plan.model(0).memory().mamba_state_bytes_per_sequence_per_gpu == Approx(23 * (conv + ssm)));
+}
+
 TEST_CASE("hybrid serving: a decode step reads and writes each sequence's state; a prompt chunk runs the SSD scan") {
   const auto s = load(R"({"precision": "fp8", "kv_cache_dtype": "fp8", "tensor_parallel_size": 1})");
   const ServingPlan plan(s);
@@ -84,8 +106,12 @@ TEST_CASE("hybrid serving: a decode step reads and writes each sequence's state;
   // The 6 attention layers' flash attention: 32 heads x (128 + 128) per query-key pair.
   const double flash = gpu.attention_s(2.0 * chunk.prefill_attention_pairs * 32 * 2 * 128, false, chunk.prefill_attention_pairs / 4096);
   CHECK(model.breakdown(chunk).attention_s == Approx(23 * (scan + conv1d) + 6 * flash).epsilon(1e-9));
-  // At this shape the forward scan is bound by its matrix products on a Blackwell GPU only.
-  CHECK(scan > 0);
+  // At this shape chunk_scan is bound by its matrix products at the Triton rate, not by its bytes.
+  const auto kernels = workload::ssd_forward_kernels(s.model.hybrid.mamba, 1);
+  const auto& chunk_scan = kernels.back();
+  REQUIRE(chunk_scan.name == "ssd.chunk_scan");
+  CHECK(workload::ssd_kernel_s(gpu, chunk_scan, 4096, false) == Approx(2e-6 + 4096 * chunk_scan.flops_per_token / 95e12));
+  CHECK(workload::ssd_kernel_s(gpu, chunk_scan, 4096, false) > gpu.memory_s(4096 * chunk_scan.bytes_per_token));
 }
 
 TEST_CASE("hybrid serving: what it does not model is refused with the reason") {

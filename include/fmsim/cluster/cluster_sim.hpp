@@ -145,6 +145,7 @@ struct ClusterResult {
   double down_node_s = 0;           ///< node-seconds in repair
   double idle_while_waiting_node_s = 0;  ///< free nodes while some job waited (fragmentation and blocking)
   std::vector<std::pair<double, int>> busy_nodes;  ///< (time, nodes busy) at every change
+  std::vector<std::pair<double, int>> down_nodes;  ///< (time, nodes out: in repair or in a failed group) at every change
   int node_failures = 0;
   int preemptions = 0;
   int hangs = 0;                 ///< failures that hung a running job (watchdog)

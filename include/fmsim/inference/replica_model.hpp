@@ -92,9 +92,12 @@ struct ReplicaMemory {
   double reload_s_per_token = 0;        ///< one token's KV over that link
   double recompute_s_per_token = 0;     ///< one token's prefill at a full token budget (GEMMs, norms, collectives)
   /// Hybrid models: one sequence's Mamba state (conv and SSM state of every Mamba layer) on one GPU, and
-  /// the KV blocks of the same pool it takes (vLLM allocates it from the KV cache, one slot per request).
+  /// the KV blocks of the same pool it takes (vLLM allocates it from the KV cache, one slot per request;
+  /// 0 under TensorRT-LLM, whose cache is preallocated apart).
   double mamba_state_bytes_per_sequence_per_gpu = 0;
   long long state_blocks_per_sequence = 0;
+  /// TensorRT-LLM instead preallocates the state of max_num_seqs sequences apart from the KV cache.
+  double mamba_cache_bytes_per_gpu = 0;
 };
 
 /// A pool's replica that does not fit in GPU memory: its weights, activation workspace and runtime
