@@ -38,12 +38,7 @@ PoolSpec read_pool(ObjectReader& r, PoolSpec base) {
   base.dp_attention = r.bool_or("data_parallel_attention", base.dp_attention);
   base.redundant_experts = static_cast<int>(r.int_or("num_redundant_experts", base.redundant_experts, 0, kMaxParallelSize));
   base.two_batch_overlap = r.bool_or("two_batch_overlap", base.two_batch_overlap);
-  if (r.has("expert_load_imbalance")) {
-    base.expert_load_imbalance = r.required_number("expert_load_imbalance", 0.0);
-    if (!(base.expert_load_imbalance >= 1.0 && base.expert_load_imbalance <= 64)) {
-      r.fail("expert_load_imbalance", "the busiest expert-parallel rank's tokens over the mean, from 1 (perfect balance) to 64");
-    }
-  }
+  base.expert_load_imbalance = workload::read_load_imbalance(r, "expert_load_imbalance", base.expert_load_imbalance);
   EngineOptions& e = base.engine;
   e.max_num_seqs = static_cast<int>(r.int_or("max_num_seqs", e.max_num_seqs, 1, kMaxTokens));
   e.max_num_batched_tokens = static_cast<int>(r.int_or("max_num_batched_tokens", e.max_num_batched_tokens, 1, kMaxTokens));

@@ -10,6 +10,13 @@
 
 namespace fmsim::workload {
 
+double read_load_imbalance(config::ObjectReader& r, const std::string& key, double absent) {
+  if (!r.has(key)) return absent;
+  const double value = r.required_number(key, 0.0);
+  if (!(value >= 1.0 && value <= 64)) r.fail(key, "the busiest expert-parallel rank's tokens over the mean, from 1 (perfect balance) to 64");
+  return value;
+}
+
 void read_token_drop(config::ObjectReader& r, TrainingOptions& t) {
   if (r.has("moe_expert_capacity_factor")) {
     const auto& v = r.required_value("moe_expert_capacity_factor");
@@ -20,12 +27,7 @@ void read_token_drop(config::ObjectReader& r, TrainingOptions& t) {
       }
     }
   }
-  if (r.has("moe_load_imbalance")) {
-    t.moe_load_imbalance = r.required_number("moe_load_imbalance", 0.0);
-    if (!(t.moe_load_imbalance >= 1.0 && t.moe_load_imbalance <= 64)) {
-      r.fail("moe_load_imbalance", "the busiest expert-parallel rank's tokens over the mean, from 1 (perfect balance) to 64");
-    }
-  }
+  t.moe_load_imbalance = read_load_imbalance(r, "moe_load_imbalance", t.moe_load_imbalance);
   t.moe_pad_to_capacity = r.bool_or("moe_pad_expert_input_to_capacity", false);
   if (t.moe_pad_to_capacity && t.moe_capacity_factor <= 0) {
     r.fail("moe_pad_expert_input_to_capacity", "false unless moe_expert_capacity_factor is set (Megatron: the capacity "

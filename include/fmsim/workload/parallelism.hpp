@@ -144,6 +144,9 @@ TrainingOptions read_training(config::ObjectReader& reader);
 void read_token_drop(config::ObjectReader& reader, TrainingOptions& t);
 /// Reads cuda_graph_impl and cuda_graph_scope, Megatron-Core's names and values (moe_options.cpp).
 void read_cuda_graphs(config::ObjectReader& reader, TrainingOptions& t);
+/// An expert load imbalance key (training's moe_load_imbalance, serving's expert_load_imbalance): the
+/// busiest expert-parallel rank's tokens over the mean, 1 to 64, or `absent` when the key is not given.
+double read_load_imbalance(config::ObjectReader& reader, const std::string& key, double absent);
 /// Token dropping and CUDA-graph scopes against the model and dispatcher; InputError naming the key.
 void validate_moe_options(const TrainingOptions& t, const ModelSpec& model, const std::string& where);
 
