@@ -6,7 +6,7 @@ Each row becomes an RL scenario (training.workload "rl") as the row's recipe run
 (vLLM at gpu_memory_utilization 0.6, the optimizer offloaded), or a dedicated generation pool for the
 k-step off-policy rows (async GRPO, staleness k, gpu_memory_utilization 0.8); the trainer's layout, packed
 rows of max_total_sequence_length, T-GBS mini-batches of G-GBS samples, the old-policy and the KL reference
-log-probs. Usage: validate_rl.py [--fmsim FMSIM] [--markdown FILE] [--json FILE]"""
+log-probs (the reference's weights swapped in from host memory, as NeMo RL does). Usage: validate_rl.py [--fmsim FMSIM] [--markdown FILE] [--json FILE]"""
 import argparse
 import json
 import math
@@ -62,6 +62,9 @@ def scenario(row):
           "prompt_tokens": {"distribution": "lognormal", "mean": PROMPT_MEAN, "sigma": PROMPT_SIGMA, "max": PROMPT_MAX},
           "response_tokens": {"distribution": "lognormal", "mean": response_mean, "sigma": RESPONSE_SIGMA, "max": response_cap},
           "mini_batches": row["prompts"] * row["generations"] // row["train_gbs"], "reference_model": True,
+          # NeMo RL keeps the KL reference's weights in host memory and swaps them in for its pass
+          # (nemo_rl/algorithms/grpo.py at v0.5.0/v0.6.0: use_reference_model).
+          "reference_on_host": True,
           "placement": "disaggregated" if off else "colocated", "rollout": rollout}
     if off:
         rl["staleness"] = int(row["policy"].split("-")[0])

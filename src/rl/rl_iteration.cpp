@@ -103,6 +103,7 @@ json to_json(const RlResult& r) {
               {"seq_length", r.seq_length},
               {"weight_sync_bytes", r.weight_bytes},
               {"handover_bytes_per_gpu", r.handover_bytes_per_gpu},
+              {"reference_swap_s", r.reference_swap_s},
               {"samples_per_s", r.samples_per_s()},
               {"response_tokens_per_s", r.response_tokens_per_s()},
               {"cluster", {{"gpu", r.gpu}, {"instance_type", r.instance_type}, {"nodes", r.nodes}, {"gpus", r.total_gpus}}}};
@@ -162,8 +163,9 @@ std::string to_text(const RlResult& r) {
   std::snprintf(note, sizeof note, "rollout engine, %.0f output tokens/s; last 10%% of responses: %s", r.generation_output_tokens_per_s,
                 units::format_time(p.generation_tail_s).c_str());
   row("generation", p.generation_s, note);
-  std::snprintf(note, sizeof note, "%d forward pass(es) over the samples (log-probs, reference, reward, values), %s each",
-                r.spec.forward_passes(), units::format_time(r.forward_pass_s).c_str());
+  std::snprintf(note, sizeof note, "%d forward pass(es) over the samples (log-probs, reference, reward, values), %s each%s%s",
+                r.spec.forward_passes(), units::format_time(r.forward_pass_s).c_str(), r.reference_swap_s > 0 ? "; reference swapped in: " : "",
+                r.reference_swap_s > 0 ? units::format_time(r.reference_swap_s).c_str() : "");
   row("forward", p.forward_s, note);
   std::snprintf(note, sizeof note, "%d optimizer step(s) of %d packed rows x %d tokens, %s each", r.update_steps,
                 r.packed_rows_per_step, r.seq_length, units::format_time(r.update_step_s).c_str());
@@ -171,7 +173,7 @@ std::string to_text(const RlResult& r) {
   row("weight sync", p.weight_sync_s, units::format_bytes(r.weight_bytes) + " of BF16 weights into the rollout layout");
   if (r.spec.placement == Placement::colocated) {
     row("handover", p.handover_s,
-        r.spec.offload ? units::format_bytes(r.handover_bytes_per_gpu) + " of trainer state per GPU to host memory and back"
+        r.spec.offload ? units::format_bytes(r.handover_bytes_per_gpu) + " per GPU to host memory and back (trainer state; the engine's weights)"
                        : std::string("none (offload false)"));
   }
   std::snprintf(line, sizeof line, "  utilization: rollout %.0f %%, trainer %.0f %% of the iteration\n",

@@ -43,6 +43,7 @@ json cluster_with(const json& expanded, bool ultraserver, int nodes, int domain_
 
 struct ServeRun {
   double end_s = 0, tail_s = 0, output_tokens_per_s = 0;
+  double weight_bytes_per_gpu = 0;  ///< the engine's weights on one of its GPUs
   double mean_input = 0, mean_output = 0;
   int replicas = 0;
   std::vector<std::vector<int>> replica_gpus;  ///< each replica's GPUs on the run's cluster, as serving placed them
@@ -57,6 +58,7 @@ ServeRun run_offline(const json& document, const std::string& origin, const std:
   const auto outcome = inference::simulate_serving(plan, requests, false);
   ServeRun run;
   run.end_s = outcome.end_s;
+  run.weight_bytes_per_gpu = plan.model(0).memory().weight_bytes_per_gpu;
   std::vector<double> finish;
   finish.reserve(outcome.requests.size());
   double output_tokens = 0;
@@ -344,9 +346,18 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   }
   // Colocated with offload: the trainer's weights, gradients and optimizer state leave HBM for the
   // rollout and come back for the update, over the host link.
+  // The rollout engine sleeps while the trainer runs (vLLM's sleep level 1, as veRL and NeMo RL use it:
+  // its weights to host memory, its KV cache dropped) and wakes for the next rollout (the weights back).
   if (spec.placement == Placement::colocated && spec.offload) {
-    result.handover_bytes_per_gpu = memory.peak.weights_bytes + memory.peak.gradients_bytes + memory.peak.optimizer_bytes;
+    result.handover_bytes_per_gpu = memory.peak.weights_bytes + memory.peak.gradients_bytes + memory.peak.optimizer_bytes +
+                                    rollout.weight_bytes_per_gpu;
     result.phases.handover_s = 2.0 * result.handover_bytes_per_gpu / whole.instance.host_gpu_bandwidth_Bps;
+  }
+  // A host-resident KL reference: for its forward pass the policy's weights go out and the reference's
+  // come in, and after it the policy's come back: three copies of a weight shard over the host link.
+  if (spec.reference_on_host) {
+    result.reference_swap_s = 3.0 * memory.peak.weights_bytes / whole.instance.host_gpu_bandwidth_Bps;
+    result.phases.forward_s += result.reference_swap_s;
   }
   result.timing = compose_iteration(result.phases, spec.placement, spec.staleness);
   return result;

@@ -41,6 +41,27 @@ def colocated_iteration_is_the_sum_of_its_phases():
 
 
 @test
+def the_handover_and_the_reference_swap_are_their_bytes_over_the_host_link():
+    host_Bps = 52e9  # p5en.48xlarge's PCIe Gen5 host link (catalog)
+    base = run_json("run", scenario("handover"))
+    b = base["breakdown_s"]
+    # Colocated with offload: the trainer's state and the engine's weights, each out to host memory and back.
+    assert abs(b["handover"] - 2 * base["handover_bytes_per_gpu"] / host_Bps) < 1e-9 * b["handover"]
+    # The engine (vLLM, TP 1, BF16) sleeps with its whole copy of Llama-3.1-8B on each GPU: the handover
+    # holds it besides the trainer's state (TP 2: half the weights, their gradients, a sharded optimizer).
+    engine = 2 * LLAMA_8B_PARAMETERS
+    assert base["handover_bytes_per_gpu"] > engine, base["handover_bytes_per_gpu"]
+    tp2 = run_json("run", scenario("handover-tp2", rollout={"engine": "vllm", "tensor_parallel_size": 2, "precision": "bf16"}))
+    assert abs((base["handover_bytes_per_gpu"] - tp2["handover_bytes_per_gpu"]) - engine / 2) < 0.01 * engine / 2
+    # A host-resident reference: three copies of the trainer's weight shard (TP 2, BF16) in the forward phase.
+    swapped = run_json("run", scenario("reference-on-host", reference_on_host=True))
+    shard = 2 * LLAMA_8B_PARAMETERS / 2
+    assert abs(swapped["reference_swap_s"] - 3 * shard / host_Bps) < 0.01 * swapped["reference_swap_s"], swapped["reference_swap_s"]
+    assert abs(swapped["breakdown_s"]["forward"] - b["forward"] - swapped["reference_swap_s"]) < 1e-6 * b["forward"]
+    assert base["reference_swap_s"] == 0
+
+
+@test
 def disaggregated_pools_alternate_or_overlap_as_the_staleness_says():
     sync = run_json("run", scenario("sync", placement="disaggregated", staleness=0, offload=False,
                                     rollout={"engine": "vllm", "tensor_parallel_size": 1, "precision": "bf16", "nodes": 2}))
@@ -222,6 +243,7 @@ def bad_rl_input_exits_2():
     out = os.path.join(TMP, "bad.json")
     cases = [
         (scenario("zero_group", group_size=0), ["/rl/group_size", "0"]),
+        (scenario("swap_without_reference", reference_model=False, reference_on_host=True), ["/rl/reference_on_host", "without a reference model"]),
         (scenario("stale_colocated", staleness=1), ["/rl/staleness", "disaggregated"]),
         (scenario("too_many_rollout_nodes", placement="disaggregated", offload=False,
                   rollout={"engine": "vllm", "tensor_parallel_size": 1, "nodes": 4}), ["/rl/rollout/nodes", "trainer"]),

@@ -67,7 +67,8 @@ struct RlResult {
   int seq_length = 0;
   double forward_pass_s = 0;           ///< one forward pass over the samples
   double weight_bytes = 0;             ///< one full copy (BF16)
-  double handover_bytes_per_gpu = 0;
+  double handover_bytes_per_gpu = 0;   ///< colocated: trainer state and the engine's weights, out and back
+  double reference_swap_s = 0;         ///< a host-resident reference: its swap around its forward pass
   double trainer_memory_bytes = 0, hbm_bytes = 0;
   std::string gpu, instance_type;
   std::optional<double> usd_per_hour;

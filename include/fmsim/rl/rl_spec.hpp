@@ -27,7 +27,11 @@ struct RlSpec {
   int nodes = 0;              ///< instances the job takes (0 = the whole cluster); on an UltraServer part of a rack
   int rollout_nodes = 0;      ///< disaggregated: nodes of the rollout pool (the trainer takes the rest)
   int staleness = 0;          ///< disaggregated: iterations the rollout may run ahead of the trainer
-  bool offload = true;        ///< colocated: trainer state to host memory while the rollout runs
+  bool offload = true;        ///< colocated: trainer state to host memory while the rollout runs, and the
+                              ///< rollout engine's weights while the trainer runs (vLLM/SGLang sleep mode)
+  /// The KL reference's weights live in host memory and are swapped in for its forward pass (NeMo RL's
+  /// use_reference_model): the policy's weights out and the reference's in, then the policy's back.
+  bool reference_on_host = false;
   nlohmann::json rollout;     ///< the rollout engine's serving section (TP, engine, precision, limits)
   std::uint64_t seed = 1;
   long long samples() const { return static_cast<long long>(prompts) * group_size; }
