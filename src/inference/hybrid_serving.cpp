@@ -2,20 +2,10 @@
 #include "hybrid_serving.hpp"
 
 #include "fmsim/inference/serving_constants.hpp"
-#include "fmsim/workload/ssd_scan.hpp"
 
 namespace fmsim::inference {
 
 using workload::HybridLayer;
-
-HybridStack hybrid_stack(const workload::ModelSpec& m) {
-  HybridStack s;
-  s.mamba = m.hybrid.count(HybridLayer::mamba);
-  s.attention = m.hybrid.count(HybridLayer::attention);
-  s.mlp = m.hybrid.count(HybridLayer::mlp);
-  s.moe = m.hybrid.count(HybridLayer::moe);
-  return s;
-}
 
 workload::MambaShape serving_mamba_shape(const workload::MambaShape& shape, int tp) {
   workload::MambaShape s = shape;
@@ -30,19 +20,17 @@ double mamba_state_bytes_per_sequence(const workload::ModelSpec& m, double tp, d
   return m.hybrid.count(HybridLayer::mamba) * (conv + ssm);
 }
 
-double mamba_prefill_scan_s(const compute::ComputeModel& gpu, const workload::ModelSpec& m, double tp, double tokens) {
+double mamba_prefill_scan_s(const compute::ComputeModel& gpu, const std::vector<workload::SsdKernel>& forward_kernels,
+                            double tokens) {
   if (tokens <= 0) return 0.0;
   double s = 0;
-  for (const auto& kernel : workload::ssd_forward_kernels(serving_mamba_shape(m.hybrid.mamba, static_cast<int>(tp)), tp)) {
-    s += workload::ssd_kernel_s(gpu, kernel, tokens, false);
-  }
+  for (const auto& kernel : forward_kernels) s += workload::ssd_kernel_s(gpu, kernel, tokens, false);
   return s;
 }
 
-double mamba_decode_update_s(const compute::ComputeModel& gpu, const workload::ModelSpec& m, double tp, double sequences,
+double mamba_decode_update_s(const compute::ComputeModel& gpu, const workload::MambaShape& s, double tp, double sequences,
                              double ssm_element_bytes) {
   if (sequences <= 0) return 0.0;
-  const auto s = serving_mamba_shape(m.hybrid.mamba, static_cast<int>(tp));
   const double H = s.heads / tp, G = s.groups / tp, P = s.head_dim, N = s.state;
   // causal_conv1d_update: the conv state read and shifted back, the new x, B, C in and out.
   const double conv = 2.0 * s.conv_dim() / tp * (s.conv_kernel - 1) * kActivationBytes + 2.0 * s.conv_dim() / tp * kActivationBytes;
@@ -51,9 +39,9 @@ double mamba_decode_update_s(const compute::ComputeModel& gpu, const workload::M
   return gpu.memory_s(sequences * conv) + gpu.memory_s(sequences * ssm);
 }
 
-double mamba_prefill_conv_s(const compute::ComputeModel& gpu, const workload::ModelSpec& m, double tp, double tokens) {
+double mamba_prefill_conv_s(const compute::ComputeModel& gpu, const workload::MambaShape& s, double tp, double tokens) {
   if (tokens <= 0) return 0.0;
-  return gpu.memory_s(2.0 * tokens * serving_mamba_shape(m.hybrid.mamba, static_cast<int>(tp)).conv_dim() / tp * kActivationBytes);  // causal_conv1d_fn with SiLU
+  return gpu.memory_s(2.0 * tokens * s.conv_dim() / tp * kActivationBytes);  // causal_conv1d_fn with SiLU
 }
 
 }  // namespace fmsim::inference

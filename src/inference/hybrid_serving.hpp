@@ -6,17 +6,13 @@
 // forward kernels over its tokens (workload/ssd_scan.hpp, at the Triton kernels' rate); a decoding
 // sequence runs causal_conv1d_update and selective_state_update, which read and write its conv and SSM
 // state once per layer and step (HBM-bound). MLP ('-') and MoE ('E') layers are the transformer's.
+#include <vector>
+
 #include "fmsim/compute/compute_model.hpp"
 #include "fmsim/workload/model.hpp"
+#include "fmsim/workload/ssd_scan.hpp"
 
 namespace fmsim::inference {
-
-/// The decoder's layers by kind (one pipeline stage: hybrid serving runs PP 1).
-struct HybridStack {
-  int mamba = 0, attention = 0, mlp = 0, moe = 0;
-  int blocks() const { return mamba + attention + mlp + moe; }
-};
-HybridStack hybrid_stack(const workload::ModelSpec& model);
 
 /// The Mamba shape the per-rank formulas use at TP `tp`: vLLM's MambaMixer2 shards the groups over TP, or
 /// replicates a single group on every rank (n_groups = 1, as in Granite 4.0-H): then each rank computes
@@ -28,16 +24,19 @@ workload::MambaShape serving_mamba_shape(const workload::MambaShape& shape, int 
 /// state, `ssm_element_bytes` each: mamba_ssm_cache_dtype).
 double mamba_state_bytes_per_sequence(const workload::ModelSpec& model, double tp, double ssm_element_bytes);
 
-/// One iteration's SSD scan over `tokens` prompt tokens of one Mamba layer: the five forward kernels,
-/// each launched once over all the iteration's chunks.
-double mamba_prefill_scan_s(const compute::ComputeModel& gpu, const workload::ModelSpec& model, double tp, double tokens);
+/// One iteration's SSD scan over `tokens` prompt tokens of one Mamba layer: the five forward kernels
+/// (workload::ssd_forward_kernels of the rank's shape, built once by the caller), each launched once over
+/// all the iteration's chunks.
+double mamba_prefill_scan_s(const compute::ComputeModel& gpu, const std::vector<workload::SsdKernel>& forward_kernels,
+                            double tokens);
 
 /// One iteration's state update of one Mamba layer for `sequences` decoding sequences: their conv and SSM
-/// states read and written, their x, z, B, C, dt read and y written (two kernels, HBM-bound).
-double mamba_decode_update_s(const compute::ComputeModel& gpu, const workload::ModelSpec& model, double tp, double sequences,
+/// states read and written, their x, z, B, C, dt read and y written (two kernels, HBM-bound). `shape` is
+/// serving_mamba_shape's at TP `tp`.
+double mamba_decode_update_s(const compute::ComputeModel& gpu, const workload::MambaShape& shape, double tp, double sequences,
                              double ssm_element_bytes);
 
 /// The causal conv1d over `tokens` prompt tokens of one Mamba layer (channels read and written once).
-double mamba_prefill_conv_s(const compute::ComputeModel& gpu, const workload::ModelSpec& model, double tp, double tokens);
+double mamba_prefill_conv_s(const compute::ComputeModel& gpu, const workload::MambaShape& shape, double tp, double tokens);
 
 }  // namespace fmsim::inference

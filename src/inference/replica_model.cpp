@@ -47,14 +47,14 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   stage_layers_ = (m.layers + pool.pp - 1) / pool.pp;
   moe_stage_layers_ = static_cast<int>(std::ceil(static_cast<double>(m.moe_layers()) * stage_layers_ / m.layers));
   if (m.hybrid.enabled()) {  // one stage (PP 1): the whole pattern
-    const HybridStack stack = hybrid_stack(m);
-    hybrid_mamba_ = stack.mamba;
-    hybrid_attention_ = stack.attention;
-    hybrid_mlp_ = stack.mlp;
-    hybrid_moe_ = stack.moe;
+    using workload::HybridLayer;
+    hybrid_ = {m.hybrid.count(HybridLayer::mamba), m.hybrid.count(HybridLayer::attention), m.hybrid.count(HybridLayer::mlp),
+               m.hybrid.count(HybridLayer::moe)};
+    mamba_shape_ = serving_mamba_shape(m.hybrid.mamba, pool.tp);
+    mamba_forward_kernels_ = workload::ssd_forward_kernels(mamba_shape_, tp);
   }
   // Layers with a KV cache: every layer, or a hybrid model's attention layers.
-  const int kv_layers = m.hybrid.enabled() ? hybrid_attention_ : m.layers;
+  const int kv_layers = m.hybrid.enabled() ? hybrid_.attention : m.layers;
   if (pool.tp > 1) {
     tp_layout_ = collectives::make_layout(cluster, tp_gpus);
     has_tp_layout_ = true;
@@ -154,7 +154,7 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   const double rank_tokens = pool.dp_attention ? t_max / tp : t_max;
   double per_token = pool.dp_attention ? 3.0 * m.hidden + m.q_dim() + 2.0 * m.kv_dim() + 3.0 * mlp_width
                                        : 3.0 * m.hidden + (m.q_dim() + 2.0 * m.kv_dim()) / tp + 3.0 * mlp_width / tp;
-  if (m.hybrid.enabled()) per_token += serving_mamba_shape(m.hybrid.mamba, pool.tp).in_proj_width() / tp;  // a Mamba layer's z, x, B, C, dt
+  if (m.hybrid.enabled()) per_token += mamba_shape_.in_proj_width() / tp;  // a Mamba layer's z, x, B, C, dt
   memory_.activation_bytes_per_gpu = rank_tokens * per_token * kActivationBytes +
                                      pool.engine.max_num_seqs * static_cast<double>(m.vocab) / tp * kLogitBytes;
   memory_.reserve_bytes_per_gpu = kRuntimeReserve_bytes;
@@ -163,8 +163,10 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   memory_.kv_bytes_per_gpu = usable - memory_.weight_bytes_per_gpu - memory_.activation_bytes_per_gpu - memory_.reserve_bytes_per_gpu;
   // A hybrid model's Mamba state under TensorRT-LLM: its MambaCacheManager holds a slot for each of
   // max_batch_size sequences, allocated apart from the KV cache (vLLM takes it from the KV pool instead, below).
-  if (m.hybrid.enabled() && pool.engine.kind == EngineKind::tensorrt_llm) {
+  if (m.hybrid.enabled()) {
     memory_.mamba_state_bytes_per_sequence_per_gpu = mamba_state_bytes_per_sequence(m, tp, scenario.ssm_state_bytes_per_element);
+  }
+  if (m.hybrid.enabled() && pool.engine.kind == EngineKind::tensorrt_llm) {
     memory_.mamba_cache_bytes_per_gpu = pool.engine.max_num_seqs * memory_.mamba_state_bytes_per_sequence_per_gpu;
     memory_.kv_bytes_per_gpu -= memory_.mamba_cache_bytes_per_gpu;
   }
@@ -192,7 +194,6 @@ ReplicaModel::ReplicaModel(const ServeScenario& scenario, const PoolSpec& pool, 
   // A hybrid model's Mamba state: one slot per running sequence from the same memory (vLLM's hybrid KV
   // cache manager allocates it as blocks of the pool, sized to the state), counted here in KV blocks.
   if (m.hybrid.enabled()) {
-    memory_.mamba_state_bytes_per_sequence_per_gpu = mamba_state_bytes_per_sequence(m, tp, scenario.ssm_state_bytes_per_element);
     if (pool.engine.kind != EngineKind::tensorrt_llm) {
       const double block_bytes = memory_.kv_bytes_per_token_per_gpu * pool.engine.block_size;
       memory_.state_blocks_per_sequence = static_cast<long long>(std::ceil(memory_.mamba_state_bytes_per_sequence_per_gpu / block_bytes));
@@ -356,10 +357,10 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
   // A hybrid model's layers each hold one block (hybrid_serving.hpp): attention, a Mamba mixer, an MLP or
   // a MoE block; a transformer layer holds attention and an MLP or MoE block.
   const bool hybrid = m.hybrid.enabled();
-  const double attention_blocks = hybrid ? hybrid_attention_ : layers;
-  const double dense_blocks = hybrid ? hybrid_mlp_ : dense_layers, moe_blocks = hybrid ? hybrid_moe_ : moe_layers;
-  const double mamba_blocks = hybrid ? hybrid_mamba_ : 0;
-  const auto mamba = serving_mamba_shape(m.hybrid.mamba, pool_.tp);
+  const double attention_blocks = hybrid ? hybrid_.attention : layers;
+  const double dense_blocks = hybrid ? hybrid_.mlp : dense_layers, moe_blocks = hybrid ? hybrid_.moe : moe_layers;
+  const double mamba_blocks = hybrid ? hybrid_.mamba : 0;
+  const auto& mamba = mamba_shape_;
   out.gemm_s += attention_blocks * attention_gemms + dense_blocks * dense_mlp + moe_blocks * moe_mlp;
   // Mamba: in_proj (z, x, B, C, dt of this rank's heads and groups) and out_proj, sharded over TP.
   if (hybrid) out.gemm_s += mamba_blocks * (gemm(t, m.hidden, mamba.in_proj_width() / tp) + gemm(t, mamba.inner() / tp, m.hidden));
@@ -468,10 +469,11 @@ IterationBreakdown ReplicaModel::breakdown(const BatchShape& batch) const {
   // prompt chunks and the decoding sequences' state updates are its sequence mixing (hybrid_serving.hpp).
   if (m.hybrid.enabled()) {
     const double tp = pool_.tp;
-    parts.attention_s = hybrid_attention_ * per_layer +
-                        hybrid_mamba_ * (mamba_prefill_conv_s(compute_, m, tp, batch.prefill_tokens) +
-                                         mamba_prefill_scan_s(compute_, m, tp, batch.prefill_tokens) +
-                                         mamba_decode_update_s(compute_, m, tp, batch.decode_tokens, scenario_.ssm_state_bytes_per_element));
+    parts.attention_s = hybrid_.attention * per_layer +
+                        hybrid_.mamba * (mamba_prefill_conv_s(compute_, mamba_shape_, tp, batch.prefill_tokens) +
+                                         mamba_prefill_scan_s(compute_, mamba_forward_kernels_, batch.prefill_tokens) +
+                                         mamba_decode_update_s(compute_, mamba_shape_, tp, batch.decode_tokens,
+                                                               scenario_.ssm_state_bytes_per_element));
   }
   // A pipeline runs its stages one after the other for a batch (no micro-batch interleaving), with a
   // send of the hidden states between stages.

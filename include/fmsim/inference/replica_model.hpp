@@ -13,6 +13,7 @@
 #include "fmsim/compute/compute_model.hpp"
 #include "fmsim/inference/serve_scenario.hpp"
 #include "fmsim/topology/cluster_graph.hpp"
+#include "fmsim/workload/ssd_scan.hpp"
 
 namespace fmsim::inference {
 
@@ -174,8 +175,15 @@ class ReplicaModel {
   double attention_width_per_gpu_ = 0;  ///< heads x (qk + v head dims) / ranks sharing a query
   double kv_transfer_bytes_per_token_ = 0;
   double state_transfer_bytes_per_sequence_ = 0;
-  /// Hybrid models (hybrid_serving.hpp): the decoder's layers by kind; 0 layers for a transformer.
-  int hybrid_mamba_ = 0, hybrid_attention_ = 0, hybrid_mlp_ = 0, hybrid_moe_ = 0;
+  /// Hybrid models (hybrid_serving.hpp): the decoder's layers by kind (one stage: hybrid serving runs PP 1;
+  /// none for a transformer), the Mamba shape each TP rank computes with, and its SSD scan's forward
+  /// kernels, built once for every iteration.
+  struct HybridLayers {
+    int mamba = 0, attention = 0, mlp = 0, moe = 0;
+  };
+  HybridLayers hybrid_;
+  workload::MambaShape mamba_shape_;
+  std::vector<workload::SsdKernel> mamba_forward_kernels_;
   ReplicaMemory memory_;
   // Speculative decoding: the proposer's shape (a draft model, or one layer of the target's shape for
   // EAGLE and MTP heads), its layers, its fc input width (0 = none) and attention per token and layer.
