@@ -11,9 +11,8 @@ namespace fmsim::cluster::detail {
 
 Simulation::Simulation(const ClusterShape& shape, std::vector<JobSpec> jobs, const SimOptions& options)
     : shape_(shape), jobs_(std::move(jobs)), options_(options), rng_(options.failures.seed), node_(shape.nodes, kFree),
-      group_free_(shape.groups(), 0), members_(shape.group_members()), state_(jobs_.size()),
+      down_holds_(shape.nodes, 0), group_free_(shape.groups(), 0), members_(shape.group_members()), state_(jobs_.size()),
       group_rng_(options.failures.seed ^ 0x47524F5550464C54ULL) {
-  down_holds_.assign(shape.nodes, 0);
   for (int n = 0; n < shape.nodes; ++n) ++group_free_[group_of(n)];
   free_ = shape.nodes;
   result_.jobs.resize(jobs_.size());

@@ -43,8 +43,8 @@ void Simulation::fail(int node, double now, std::optional<Recovery> forced) {
     std::vector<int> replacement;
     // An elastic job goes on without the node (a hung one cannot: it restarts, its progress stopped).
     if (jobs_[j].min_nodes > 0 && static_cast<int>(state_[j].nodes.size()) - 1 >= jobs_[j].min_nodes && state_[j].hung_since < 0) {
-      shrink(j, node, now);
-    } else if (checkpointless() && !(replacement = replacements(j, 1, group_of(node), -1)).empty()) {
+      shrink(j, {node}, now);
+    } else if (checkpointless() && !(replacement = replacements(j, 1, group_of(node))).empty()) {
       auto nodes = state_[j].nodes;
       std::replace(nodes.begin(), nodes.end(), node, replacement.front());
       release({node}, now);
@@ -120,17 +120,17 @@ void Simulation::setup_spares_and_stragglers() {
   }
 }
 
-int Simulation::take_spare(int group, int avoid) {
+int Simulation::take_spare(int group) {
   if (spare_free_ == 0) return -1;
   int pick = -1;
-  for (int n : group >= 0 && group != avoid ? members_[group] : std::vector<int>{}) {
+  for (int n : group >= 0 ? members_[group] : std::vector<int>{}) {
     if (node_[n] == kSpare) {
       pick = n;
       break;
     }
   }
   for (int n = shape_.nodes - 1; pick < 0 && n >= 0; --n) {
-    if (node_[n] == kSpare && group_of(n) != avoid) pick = n;
+    if (node_[n] == kSpare) pick = n;
   }
   if (pick < 0) return -1;
   node_[pick] = kFree;

@@ -2,6 +2,7 @@
 // jobs shrinking and growing back, and contention between scenario jobs on shared leaf uplinks.
 #include "cluster_simulation.hpp"
 
+#include <algorithm>
 #include <map>
 
 namespace fmsim::cluster::detail {
@@ -66,11 +67,11 @@ void Simulation::rescale(int j, std::vector<int> nodes, double now) {
   neighbours_changed(j);
 }
 
-void Simulation::shrink(int j, int failed_node, double now) {
+void Simulation::shrink(int j, const std::vector<int>& failed, double now) {
   auto nodes = state_[j].nodes;
-  nodes.erase(std::remove(nodes.begin(), nodes.end(), failed_node), nodes.end());
-  release({failed_node}, now);
-  release_quota_part(j, now, shape_.gpus_per_node);
+  std::erase_if(nodes, [&failed](int n) { return std::find(failed.begin(), failed.end(), n) != failed.end(); });
+  release(failed, now);
+  release_quota_part(j, now, static_cast<double>(failed.size()) * shape_.gpus_per_node);
   rescale(j, std::move(nodes), now);
 }
 

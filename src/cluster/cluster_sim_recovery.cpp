@@ -9,19 +9,11 @@
 
 namespace fmsim::cluster::detail {
 
-std::vector<int> Simulation::replacements(int j, int count, int prefer, int avoid) {
-  // Enough nodes first (hot spares outside the group, then free nodes there: the group's own free nodes
-  // are already out when its failure asks), or none taken.
-  int spares = 0, free_elsewhere = 0;
-  for (int n = 0; n < shape_.nodes; ++n) {
-    if (group_of(n) == avoid) continue;
-    if (node_[n] == kSpare) ++spares;
-    if (node_[n] == kFree) ++free_elsewhere;
-  }
-  if (spares + free_elsewhere < count) return {};
+std::vector<int> Simulation::replacements(int j, int count, int prefer) {
+  if (spare_free_ + free_ < count) return {};  // enough nodes, or none taken
   std::vector<int> nodes;
   while (static_cast<int>(nodes.size()) < count && spare_free_ > 0) {
-    const int spare = take_spare(prefer, avoid);
+    const int spare = take_spare(prefer);
     if (spare < 0) break;
     nodes.push_back(spare);
     ++result_.spare_swaps;
@@ -32,9 +24,8 @@ std::vector<int> Simulation::replacements(int j, int count, int prefer, int avoi
     std::vector<int> group_free = group_free_;
     for (int n : nodes) --group_free[group_of(n)];
     const std::set<int> taken(nodes.begin(), nodes.end());
-    const auto more = detail::place_nodes(rest, Placement::topology, members_, group_free, [this, avoid, &taken](int n) {
-      return node_[n] == kFree && group_of(n) != avoid && taken.count(n) == 0;
-    });
+    const auto more = detail::place_nodes(rest, Placement::topology, members_, group_free,
+                                          [this, &taken](int n) { return node_[n] == kFree && taken.count(n) == 0; });
     nodes.insert(nodes.end(), more.begin(), more.end());
   }
   return nodes;
@@ -91,22 +82,17 @@ void Simulation::fail_group(int group, double now) {
     const int count = static_cast<int>(lost.size());
     std::vector<int> swap_in, restart_on;
     if (jobs_[j].min_nodes > 0 && static_cast<int>(kept.size()) >= jobs_[j].min_nodes && s.hung_since < 0) {
-      // Elastic: it goes on with the nodes outside the group.
-      release(lost, now);
-      release_quota_part(j, now, count * static_cast<double>(shape_.gpus_per_node));
-      rescale(j, std::move(kept), now);
-    } else if (checkpointless() && !(swap_in = replacements(j, count, -1, group)).empty()) {
+      shrink(j, lost, now);  // elastic: it goes on with the nodes outside the group
+    } else if (checkpointless() && !(swap_in = replacements(j, count, -1)).empty()) {
       release(lost, now);
       claim(j, swap_in, now);
       kept.insert(kept.end(), swap_in.begin(), swap_in.end());
       recover_in_process(j, std::move(kept), now);
     } else {
       if (options_.failures.spare_nodes > 0) {
-        int outside = 0;
-        for (int n = 0; n < shape_.nodes; ++n) outside += node_[n] == kSpare && group_of(n) != group ? 1 : 0;
-        if (outside >= count) {
+        if (spare_free_ >= count) {  // the group's own spares are already out
           restart_on = kept;
-          for (int k = 0; k < count; ++k) restart_on.push_back(take_spare(-1, group));
+          for (int k = 0; k < count; ++k) restart_on.push_back(take_spare(-1));
           result_.spare_swaps += count;
           result_.jobs[j].spare_swaps += count;
         } else {

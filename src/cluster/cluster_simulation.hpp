@@ -86,9 +86,10 @@ class Simulation {
   void take_down(int n);
   /// One reason fewer; with none left it returns, to the spare pool first.
   void bring_up(int n);
-  /// `count` replacement nodes for job j's checkpointless recovery, outside group `avoid` (-1: none): hot
-  /// spares (of group `prefer` first), then free nodes, fewest groups first; empty if there are not enough.
-  std::vector<int> replacements(int j, int count, int prefer, int avoid);
+  /// `count` replacement nodes for job j's checkpointless recovery: hot spares (of group `prefer` first),
+  /// then free nodes, fewest groups first; empty if there are not enough. A failed group is already out
+  /// when its failure asks (fail_group takes its idle nodes down first), so none of its nodes is offered.
+  std::vector<int> replacements(int j, int count, int prefer);
   /// Job j goes on from in process on `nodes` (its healthy nodes and the claimed replacements): the step
   /// in flight is lost, the rest kept; it pauses for the checkpointless recovery.
   void recover_in_process(int j, std::vector<int> nodes, double now);
@@ -109,9 +110,9 @@ class Simulation {
   // ---- Hot spares and stragglers ----
   /// The highest-numbered nodes become the spare pool; straggler nodes are drawn once per seed.
   void setup_spares_and_stragglers();
-  /// A spare for a failed node of group `group` (one in the same group first, none in group `avoid`), now a
-  /// free node; -1: none.
-  int take_spare(int group, int avoid = -1);
+  /// A spare for a failed node of group `group` (one in the same group first, -1: any), now a free node;
+  /// -1: none.
+  int take_spare(int group);
   /// The pace of a synchronous job on `nodes`: its slowest node's.
   double speed_on(const std::vector<int>& nodes) const;
   /// Adds what stragglers and contention added to a run's time (the rest is its work or lost).
@@ -125,8 +126,8 @@ class Simulation {
   /// Settles the work an elastic job's current run did up to `now` and starts a new run on `nodes` after
   /// the rescale pause (the pending finish event goes stale).
   void rescale(int j, std::vector<int> nodes, double now);
-  /// A node of elastic job j failed: it goes on without it (the node goes to repair as usual).
-  void shrink(int j, int failed_node, double now);
+  /// Nodes of elastic job j failed: it goes on without them (they go to repair as usual).
+  void shrink(int j, const std::vector<int>& failed, double now);
   /// After the queue is served, elastic jobs below their size take free nodes back.
   void grow(double now);
 
