@@ -18,6 +18,12 @@ double flash2_attention_efficiency(int sm_version, bool backward, double mean_sp
   return attention_efficiency(sm_version, backward, mean_span) * flash2_asymptote / fused_asymptote;
 }
 
+double attention_head_dim_factor(bool backward, double head_dim) {
+  if (head_dim <= 0 || head_dim >= 128) return 1.0;
+  const double d0 = backward ? kAttentionHeadDimOverheadBackward : kAttentionHeadDimOverheadForward;
+  return head_dim * (128.0 + d0) / (128.0 * (head_dim + d0));
+}
+
 double fp8_split_accumulator_efficiency(int sm_version) { return sm_version == 90 ? 1.0 / 1.15 : 1.0; }
 
 double operand_bytes(MathPrecision precision) {
@@ -74,13 +80,15 @@ double ComputeModel::gemm_time_s(double groups, const GemmShape& shape, MathPrec
   return std::max(best, memory) + kGemmFixedOverhead_s;
 }
 
-double ComputeModel::attention_s(double flops, bool backward, double mean_span, int sms_taken, bool flash2) const {
+double ComputeModel::attention_s(double flops, bool backward, double mean_span, int sms_taken, bool flash2,
+                                 double head_dim) const {
   if (flops <= 0) return 0.0;
   const double sm_share = static_cast<double>(std::max(1, gpu_.sm_count - sms_taken)) / gpu_.sm_count;
   const double efficiency = flash2 ? flash2_attention_efficiency(gpu_.sm_version, backward, mean_span)
                                    : attention_efficiency(gpu_.sm_version, backward, mean_span);
+  const double head_dim_factor = attention_head_dim_factor(backward, head_dim);
   return flops / (gpu_.bf16_dense_flops * gpu_.sustained_clock_fraction * efficiency *
-                  sm_share) +
+                  head_dim_factor * sm_share) +
          kGemmFixedOverhead_s;
 }
 

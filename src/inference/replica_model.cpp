@@ -462,7 +462,8 @@ IterationBreakdown ReplicaModel::breakdown(const BatchShape& batch) const {
   const double prefill_flops = 2.0 * batch.prefill_attention_pairs * attention_width_per_gpu_ / ranks;
   const double decode_bytes = batch.decode_context_tokens * kv_bytes_per_token_layer_gpu_ / ranks;
   double per_layer = 0;
-  if (prefill_flops > 0) per_layer += compute_.attention_s(prefill_flops, false, batch.prefill_attention_pairs / std::max(1, batch.prefill_tokens));
+  if (prefill_flops > 0) per_layer += compute_.attention_s(prefill_flops, false, batch.prefill_attention_pairs / std::max(1, batch.prefill_tokens), 0, false,
+                                                     m.attention_head_dim());
   if (decode_bytes > 0) per_layer += compute_.memory_s(decode_bytes);
   parts.attention_s = stage_layers_ * per_layer;
   // A hybrid model: attention in its attention layers only; its Mamba layers' conv1d and SSD scan over the
@@ -503,7 +504,9 @@ IterationBreakdown ReplicaModel::breakdown(const BatchShape& batch) const {
       draft_pass_s(batch.prefill_tokens);
       draft += draft_by_rows_[2 * static_cast<std::size_t>(std::min(batch.prefill_tokens, static_cast<int>(draft_by_rows_.size() / 2) - 1))];
       const double flops = 2.0 * batch.prefill_attention_pairs * draft_attention_width_per_gpu_ / ranks;
-      if (flops > 0) draft += draft_layers_ * compute_.attention_s(flops, false, batch.prefill_attention_pairs / batch.prefill_tokens);
+      if (flops > 0)
+        draft += draft_layers_ * compute_.attention_s(flops, false, batch.prefill_attention_pairs / batch.prefill_tokens, 0, false,
+                                                      draft_model_.attention_head_dim());
     }
     parts.draft_s = draft;
   }

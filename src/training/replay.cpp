@@ -37,8 +37,8 @@ double compute_node_s(const TraceNode& n, const hardware::GpuSpec& gpu) {
       return n.repeat * model.gemm_s({n.m, n.n, n.k}, precision, n.sms_taken, n.fp8_split_accumulator) / rate +
              model.memory_s(n.bytes);
     }
-    case workload::Kernel::attention_fwd: return model.attention_s(n.flops, false, n.attention_span, n.sms_taken, n.attention_flash2);
-    case workload::Kernel::attention_bwd: return model.attention_s(n.flops, true, n.attention_span, n.sms_taken, n.attention_flash2);
+    case workload::Kernel::attention_fwd: return model.attention_s(n.flops, false, n.attention_span, n.sms_taken, n.attention_flash2, n.attention_head_dim);
+    case workload::Kernel::attention_bwd: return model.attention_s(n.flops, true, n.attention_span, n.sms_taken, n.attention_flash2, n.attention_head_dim);
     case workload::Kernel::memory:
     case workload::Kernel::optimizer: return model.memory_s(n.bytes);
   }

@@ -321,6 +321,7 @@ json read_chakra_trace(const std::string& path) {
             if (a.has("fmsim_sms_taken")) j["sms_taken"] = static_cast<long long>(a.number("fmsim_sms_taken", 0));
             if (a.has("fmsim_attention_span")) j["attention_span"] = a.number("fmsim_attention_span", 0);
             if (a.has("fmsim_attention_kernel")) j["attention_kernel"] = a.text("fmsim_attention_kernel", "fused");
+            if (a.has("fmsim_attention_head_dim")) j["attention_head_dim"] = a.number("fmsim_attention_head_dim", 0);
             if (a.has("fmsim_duration_s")) j["duration_s"] = a.number("fmsim_duration_s", 0);
           } else if (type == pb::COMP_NODE) {
             // A converter's node: its measured duration; without one, a memory-bound kernel of tensor_size.
@@ -491,6 +492,7 @@ std::vector<std::pair<std::string, std::string>> chakra_files(const Trace& trace
         if (n->sms_taken > 0) attr(node, "fmsim_sms_taken", [&](auto& a) { a.set_int64_val(n->sms_taken); });
         if (n->attention_span > 0) attr(node, "fmsim_attention_span", [&](auto& a) { a.set_double_val(n->attention_span); });
         if (n->attention_flash2) attr(node, "fmsim_attention_kernel", [&](auto& a) { a.set_string_val("flash2"); });
+        if (n->attention_head_dim > 0) attr(node, "fmsim_attention_head_dim", [&](auto& a) { a.set_double_val(n->attention_head_dim); });
         if (n->duration_s >= 0) attr(node, "fmsim_duration_s", [&](auto& a) { a.set_double_val(n->duration_s); });
       } else if (n->type == NodeType::coll) {
         node.set_type(pb::COMM_COLL_NODE);

@@ -108,6 +108,7 @@ int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int laye
   node.flops = backward ? compute::kAttentionBackwardFlopsRatio * fwd : fwd;  // executed, not model, FLOPs
   node.attention_span = attention_kernel_span(w, layer);
   node.attention_flash2 = w.s.framework.attention == AttentionKernel::flash2;
+  node.attention_head_dim = w.s.model.attention_head_dim();
   node.deps = after_of(after);
   if (p.cp == 1) return w.add(node);
   const double kv_message = 2.0 * w.tokens * s.kv * w.act_bytes;  // K and V of this rank's chunk
@@ -145,6 +146,7 @@ int attention_recompute(TraceWriter& w, int rank, int layer, int after) {
   attention.flops = attention_forward_flops(w, layer);
   attention.attention_span = attention_kernel_span(w, layer);
   attention.attention_flash2 = w.s.framework.attention == AttentionKernel::flash2;
+  attention.attention_head_dim = w.s.model.attention_head_dim();
   attention.deps = {after};
   return w.add(attention);
 }

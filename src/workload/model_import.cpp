@@ -247,4 +247,8 @@ int ModelSpec::q_dim() const {
 }
 int ModelSpec::kv_dim() const { return kv_heads * head_dim; }
 
+double ModelSpec::attention_head_dim() const {
+  return mla ? (mla_shape.qk_nope_head_dim + mla_shape.qk_rope_head_dim + mla_shape.v_head_dim) / 2.0 : head_dim;
+}
+
 }  // namespace fmsim::workload

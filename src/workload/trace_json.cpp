@@ -140,6 +140,7 @@ json trace_to_json(const Trace& trace) {
       if (n.sms_taken > 0) j["sms_taken"] = n.sms_taken;
       if (n.attention_span > 0) j["attention_span"] = n.attention_span;
       if (n.attention_flash2) j["attention_kernel"] = "flash2";
+      if (n.attention_head_dim > 0) j["attention_head_dim"] = n.attention_head_dim;
     } else if (n.type == NodeType::coll) {
       j["comm_type"] = kCommTypes.at(n.op);
       j["comm_group"] = n.comm;
@@ -216,6 +217,7 @@ Trace trace_from_json(const json& doc, const std::string& file) {
       if (j.contains("num_ops")) n.flops = r.number(j["num_ops"], where + "/num_ops", kMaxFlops);
       if (j.contains("tensor_size")) n.bytes = r.number(j["tensor_size"], where + "/tensor_size", kMaxBytes);
       if (j.contains("attention_span")) n.attention_span = r.number(j["attention_span"], where + "/attention_span", kMaxGemmDim);
+      if (j.contains("attention_head_dim")) n.attention_head_dim = r.number(j["attention_head_dim"], where + "/attention_head_dim", kMaxGemmDim);
       if (j.contains("attention_kernel")) {
         const std::string kernel = r.string(j["attention_kernel"], where + "/attention_kernel");
         if (kernel != "fused" && kernel != "flash2") r.fail(where + "/attention_kernel", "expected \"fused\" or \"flash2\"");

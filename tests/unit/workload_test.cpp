@@ -271,6 +271,40 @@ TEST_CASE("attention efficiency follows FlashAttention-3's causal curve over seq
   }
 }
 
+TEST_CASE("attention below head dim 128 runs at cuDNN's published lower efficiency", "[compute]") {
+  // FlashAttention-3 paper (Shah et al. 2024), H100 SXM5, BF16, seq 16k, cuDNN series: forward 413 TFLOPS at
+  // head dim 64 against 595 at 128, backward 433 against 518.
+  CHECK(compute::attention_head_dim_factor(false, 64) == Approx(413.0 / 595.0).epsilon(0.01));
+  CHECK(compute::attention_head_dim_factor(true, 64) == Approx(433.0 / 518.0).epsilon(0.01));
+  // 128 is the curve's own head dim; above it, and where it is not known, nothing changes.
+  for (bool backward : {false, true}) {
+    CHECK(compute::attention_head_dim_factor(backward, 128) == 1.0);
+    CHECK(compute::attention_head_dim_factor(backward, 192) == 1.0);
+    CHECK(compute::attention_head_dim_factor(backward, 0) == 1.0);
+    // A wider head never runs a pair slower per FLOP.
+    CHECK(compute::attention_head_dim_factor(backward, 96) > compute::attention_head_dim_factor(backward, 64));
+  }
+  // The kernel time scales by the factor's inverse (less the fixed launch cost).
+  compute::ComputeModel h100(test::catalog().gpu("H100-SXM"));
+  const double flops = 1e12, t128 = h100.attention_s(flops, false, 2048, 0, false, 128) - compute::kGemmFixedOverhead_s;
+  const double t64 = h100.attention_s(flops, false, 2048, 0, false, 64) - compute::kGemmFixedOverhead_s;
+  CHECK(t64 / t128 == Approx(1.0 / compute::attention_head_dim_factor(false, 64)).epsilon(1e-9));
+  // The trace carries each model's head dim: GPT-OSS 64; DeepSeek-V3's MLA the mean of its Q/K (192) and V (128).
+  CHECK(preset("gpt-oss-120b").attention_head_dim() == 64.0);
+  CHECK(preset("deepseek-v3").attention_head_dim() == 160.0);
+  auto s = make_scenario({{"expert_model_parallel_size", 8}, {"global_batch_size", 8}}, {{"seq_length", 1024}},
+                         nlohmann::json{{"base", "gpt-oss-120b"}, {"num_hidden_layers", 2}, {"layer_types", {"sliding_attention", "full_attention"}}}, 1);
+  std::vector<int> rank_gpu(8);
+  for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+  int attention = 0;
+  for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
+    if (n.kernel != Kernel::attention_fwd && n.kernel != Kernel::attention_bwd) continue;
+    CHECK(n.attention_head_dim == 64.0);
+    ++attention;
+  }
+  CHECK(attention > 0);
+}
+
 TEST_CASE("backward FP8 GEMMs pay the split accumulator on Hopper only", "[compute]") {
   const compute::GemmShape shape{8192, 8192, 8192};
   const auto fp8 = compute::MathPrecision::fp8;

@@ -53,6 +53,22 @@ inline constexpr double kAttentionSpanOverhead = 208.0;
 /// Key-block size of the fused attention kernels (FA3 / cuDNN use 128-key tiles for head dim 128).
 inline constexpr double kAttentionCausalTile = 128.0;
 
+/// Head dimension: per query-key pair a fused attention kernel does 4 x head_dim FLOPs of matrix products
+/// but one exponential and the online-softmax rescaling, on units that do not scale with head_dim; below
+/// 128 that fixed per-pair cost is a larger share. Efficiency relative to head dim 128:
+///   f(d) = d (128 + d0) / (128 (d + d0)),  d <= 128 (1 above: see below).
+/// d0 from cuDNN's fused attention on H100 (FlashAttention-3 paper, Shah et al. 2024, fig. 5-6, BF16,
+/// seq 16k, cuDNN series): forward 413 TFLOPS at head dim 64 against 595 at 128 (0.694 -> d0 = 101),
+/// backward 433 against 518 (0.836 -> d0 = 31). cuDNN-frontend's sdpa_benchmark_training on H200 agrees
+/// (GPT-OSS's shape, head dim 64: 310-358 forward, 264-303 backward, against 484-688 and 370-581 for
+/// Llama 3.1's head dim 128). Above 128 the kernels change tiles (FA3's head dim 256 runs 1.17x its 128)
+/// and no cuDNN figure is at hand: held at 1. No head-dim-64 figure for full attention on Blackwell
+/// was found; Hopper's d0 is used there.
+inline constexpr double kAttentionHeadDimOverheadForward = 101.0;
+inline constexpr double kAttentionHeadDimOverheadBackward = 31.0;
+/// f(d) above; `head_dim` <= 0 (not known) or >= 128: 1.
+double attention_head_dim_factor(bool backward, double head_dim);
+
 /// FLOPs a fused attention backward kernel executes, as a multiple of the forward's: five matmuls
 /// (S = QK^T recomputed, dV, dP, dQ, dK) against the forward's two. The efficiencies above are quoted
 /// on this count (FlashAttention's benchmarks/benchmark_flash_attention.py: bwd = 2.5 x fwd FLOPs), not
@@ -117,7 +133,8 @@ class ComputeModel {
   /// Fused attention (always BF16 in Megatron recipes, FP8 or not); `mean_span`: keys per query in the
   /// kernel (attention_efficiency); `sms_taken` SMs held by a communication kernel beside it slow it in
   /// proportion.
-  double attention_s(double flops, bool backward, double mean_span, int sms_taken = 0, bool flash2 = false) const;
+  double attention_s(double flops, bool backward, double mean_span, int sms_taken = 0, bool flash2 = false,
+                     double head_dim = 0) const;
   /// A memory-bound kernel moving `bytes` through HBM.
   double memory_s(double bytes) const;
   const hardware::GpuSpec& gpu() const { return gpu_; }

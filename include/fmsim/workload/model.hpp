@@ -63,6 +63,9 @@ struct ModelSpec {
   int moe_layers() const;
   int q_dim() const;   ///< query projection width (heads x query head dim)
   int kv_dim() const;  ///< width of K (and of V) for GQA/MHA
+  /// Head dimension a fused attention kernel runs at: head_dim, or MLA's mean of its Q/K and V head dims
+  /// (the widths of its two matrix products per query-key pair; compute::attention_head_dim_factor).
+  double attention_head_dim() const;
 };
 
 /// Reads a Hugging Face config.json (or a preset of that form). Keys it does not use are ignored, as

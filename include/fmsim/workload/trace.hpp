@@ -39,6 +39,7 @@ struct TraceNode {
   int sms_taken = 0;            ///< SMs held by an overlapped communication kernel
   double attention_span = 0;    ///< attention: keys per query in the kernel (0: a long sequence)
   bool attention_flash2 = false;  ///< attention: FlashAttention-2 (PyTorch SDPA) instead of the fused FA3/cuDNN kernel
+  double attention_head_dim = 0;  ///< attention: the model's head dim (MLA: mean of Q/K and V); 0: 128
   double duration_s = -1;       ///< given duration (traces from elsewhere); < 0: from the compute model
   // communication
   collectives::Op op = collectives::Op::all_reduce;
