@@ -211,7 +211,9 @@ def a_slurm_topology_conf_gives_the_placement_groups():
                            ("NodeName=n1 Switch=a\n", ["bad.conf:1", "NodeName", "SwitchName"]),
                            ("SwitchName=a Nodes=n[1-8]\nBlockName=b Nodes=n[9-16]\n", ["bad.conf:2", "mixes"]),
                            # refused before a million names are built for a 16-node cluster (fuzz_topology_conf)
-                           ("SwitchName=a Nodes=" + "x" * 200 + "[0-999999]\n", ["bad.conf:1", "more than 16 hosts", "the cluster has 16 nodes"])]:
+                           ("SwitchName=a Nodes=" + "x" * 200 + "[0-999999]\n", ["bad.conf:1", "more than 16 hosts", "the cluster has 16 nodes"]),
+                           # an empty group after twenty of eight names each: refused, not 8^20 prefixes walked (fuzz_topology_conf)
+                           ("SwitchName=a Nodes=" + "p[1-8]" * 20 + "[]\n", ["bad.conf:1", "empty [] group"])]:
         path = write(TMP, "bad.conf", text)
         expect_bad_input(["cluster", CLUSTER, TRACE, "--topology-conf", path, "--json", out], expected, out)
 
