@@ -30,8 +30,8 @@ namespace {
 struct ClusterOptions {
   std::string cluster_file, jobs_file, policy = "backfill", placement = "topology", json_file, timeline_file;
   std::string repair = "4h", restart = "10min", rescale = "60s", watchdog = "10min", topology_conf, kueue;
-  std::string group_repair = "4h", recovery = "restart", checkpointless_recovery = "105s";
-  std::vector<std::string> fail_nodes, fail_groups;
+  std::string group_repair = "4h", recovery = "restart", checkpointless_recovery = "105s", straggler_detect = "0s";
+  std::vector<std::string> fail_nodes, fail_groups, straggler_nodes;
   double failures_per_node_hour = 0, group_failures_per_group_hour = 0, straggler_fraction = 0, straggler_slowdown = 0.10;
   int spares = 0;
   bool contention = false;
@@ -158,6 +158,15 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   }
   run.options.failures.straggler_fraction = o.straggler_fraction;
   run.options.failures.straggler_slowdown = o.straggler_slowdown;
+  for (const auto& text : o.straggler_nodes) {
+    char* end = nullptr;
+    const long node = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || node < 0 || node >= spec.nodes) {
+      throw InputError("--straggler-node '" + text + "': expected a node index from 0 to " + std::to_string(spec.nodes - 1));
+    }
+    run.options.failures.straggler_nodes.push_back(static_cast<int>(node));
+  }
+  run.options.failures.straggler_detect_s = time_option("--straggler-detect", o.straggler_detect);
   run.options.failures.spare_nodes = o.spares;
   run.options.failures.seed = o.seed;
   run.jobs = cluster::read_job_trace(o.jobs_file, spec.gpus_per_node, spec.nodes);
@@ -223,6 +232,9 @@ void register_cluster(CLI::App& app, const GlobalOptions& globals, Action& actio
   sub->add_option("--watchdog", o->watchdog, "a hung collective is detected after this (default 10min, PyTorch's NCCL timeout)");
   sub->add_option("--stragglers", o->straggler_fraction, "fraction of nodes that run slow (default 0; MegaScale saw ~0.005)");
   sub->add_option("--straggler-slowdown", o->straggler_slowdown, "how much slower a straggler runs (default 0.10, MegaScale's)");
+  sub->add_option("--straggler-node", o->straggler_nodes, "a given node runs slow (a straggler besides the drawn ones; repeatable)");
+  sub->add_option("--straggler-detect", o->straggler_detect,
+                  "evict a straggler once a job has trained this long beside it (default 0: never; MegaScale finds and diagnoses within 10min)");
   sub->add_flag("--contention", o->contention,
                "scenario jobs that share leaf switches slow each other (simulated together at full fidelity, memoized per neighbourhood)");
   sub->add_option("--spares", o->spares, "hot spare nodes held out of scheduling to replace failed nodes of running jobs (default 0)");

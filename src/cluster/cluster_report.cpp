@@ -77,6 +77,12 @@ json failures_by_cause(const ClusterResult& r) {
   return out;
 }
 
+json evictions_json(const ClusterRun& run) {
+  json out = json::array();
+  for (const auto& e : run.result.evictions) out.push_back({{"time_s", e.time_s}, {"node", e.node}, {"job", run.jobs[e.job].id}});
+  return out;
+}
+
 json group_failures(const ClusterRun& run) {
   json out = json::array();
   for (const auto& g : run.result.group_failures) {
@@ -107,7 +113,7 @@ json to_json(const ClusterRun& run) {
                     {"wait_s", o.first_start_s - s.submit_s}, {"completion_s", o.end_s - s.submit_s},
                     {"restarts", o.restarts}, {"preemptions", o.preemptions}, {"rescales", o.rescales}, {"min_nodes", s.min_nodes}, {"lost_s", o.lost_s},
                     {"hangs", o.hangs}, {"spare_swaps", o.spare_swaps}, {"checkpointless_recoveries", o.checkpointless_recoveries},
-                    {"group_failures", o.group_failures}, {"straggler_s", o.straggler_s}, {"contention_s", o.contention_s}, {"switches_spanned", o.groups_spanned},
+                    {"group_failures", o.group_failures}, {"straggler_evictions", o.straggler_evictions}, {"straggler_s", o.straggler_s}, {"contention_s", o.contention_s}, {"switches_spanned", o.groups_spanned},
                     {"switches_needed", o.min_groups}});
     waits_by_queue[s.queue].push_back(o.first_start_s - s.submit_s);
   }
@@ -138,7 +144,8 @@ json to_json(const ClusterRun& run) {
                             {"spares", {{"nodes", run.options.failures.spare_nodes}, {"swaps", r.spare_swaps}, {"exhausted", r.spares_exhausted},
                                         {"gpu_hours", r.spare_node_s * gpn / 3600}}},
                             {"stragglers", {{"fraction", run.options.failures.straggler_fraction}, {"slowdown", run.options.failures.straggler_slowdown},
-                                            {"nodes", r.stragglers}, {"gpu_hours", r.straggler_node_s * gpn / 3600}}}}},
+                                            {"nodes", r.stragglers}, {"gpu_hours", r.straggler_node_s * gpn / 3600},
+                                            {"detect_s", run.options.failures.straggler_detect_s}, {"evictions", evictions_json(run)}}}}},
               {"contention", {{"simulated", static_cast<bool>(run.options.contention_at)}, {"gpu_hours", r.contention_node_s * gpn / 3600}}},
               {"jobs", run.jobs.size()},
               {"completed", t.jcts.size()},
@@ -241,6 +248,11 @@ std::string to_text(const ClusterRun& run) {
     std::snprintf(line, sizeof line, "  stragglers: %zu nodes %.0f %% slower, %.0f GPU-hours of jobs' run time added\n", r.stragglers.size(),
                   100 * run.options.failures.straggler_slowdown, r.straggler_node_s * run.shape.gpus_per_node / 3600);
     out += line;
+    if (run.options.failures.straggler_detect_s > 0) {
+      std::snprintf(line, sizeof line, "    %zu evicted, each once a job had trained %s beside it (repaired in %s)\n", r.evictions.size(),
+                    duration(run.options.failures.straggler_detect_s).c_str(), duration(run.options.failures.repair_s).c_str());
+      out += line;
+    }
   }
   if (run.options.kueue) {
     const auto& cqs = run.options.kueue->cluster_queues;
@@ -277,6 +289,10 @@ json timeline_json(const ClusterRun& run) {
   for (const auto& g : run.result.group_failures) {  // a marker across the time line where a group went out
     events.push_back({{"ph", "i"}, {"s", "p"}, {"name", "group " + std::to_string(g.group) + " failed"}, {"cat", "failure"},
                       {"pid", 0}, {"tid", 0}, {"ts", g.time_s * 1e6}});
+  }
+  for (const auto& e : run.result.evictions) {  // a marker on the evicted node's track
+    events.push_back({{"ph", "i"}, {"s", "t"}, {"name", "straggler evicted (" + run.jobs[e.job].id + ")"}, {"cat", "straggler"},
+                      {"pid", 0}, {"tid", e.node}, {"ts", e.time_s * 1e6}});
   }
   return json{{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }

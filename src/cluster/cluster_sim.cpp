@@ -150,6 +150,12 @@ void Simulation::handle(const Event& e, double now) {
       start(e.index, now, nodes);  // restarted on the same nodes
       break;
     }
+    case EventKind::straggler: {
+      auto& s = state_[e.index];
+      if (!s.running || s.placement != e.run || s.hung_since >= 0) break;  // stale, or the watchdog's to end
+      evict_stragglers(e.index, now);
+      break;
+    }
     case EventKind::group_failure: {
       if (e.run < 0) {  // injected
         fail_group(e.index, now);
@@ -223,6 +229,7 @@ void Simulation::start(int j, double now, std::vector<int> nodes) {
     if (jobs_[j].time_limit_s < d) jobs_[j].time_limit_s = d;
     s.remaining_s = d;
   }
+  watch_stragglers(j);
   if (outcome.first_start_s < 0) {
     outcome.first_start_s = now;
     std::set<int> spanned;

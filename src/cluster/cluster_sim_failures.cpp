@@ -111,11 +111,18 @@ void Simulation::setup_spares_and_stragglers() {
     ++spare_free_;
   }
   straggler_.assign(shape_.nodes, false);
-  if (f.straggler_fraction <= 0) return;
-  std::mt19937_64 draw(f.seed ^ 0x5354524147474C45ULL);  // its own stream: failures draw the same with or without
-  std::bernoulli_distribution slow(std::min(1.0, f.straggler_fraction));
+  for (int n : f.straggler_nodes) {
+    if (n < 0 || n >= shape_.nodes) throw std::logic_error("a given straggler node outside the cluster");
+    straggler_[n] = true;
+  }
+  if (f.straggler_fraction > 0) {
+    std::mt19937_64 draw(f.seed ^ 0x5354524147474C45ULL);  // its own stream: failures draw the same with or without
+    std::bernoulli_distribution slow(std::min(1.0, f.straggler_fraction));
+    for (int n = 0; n < shape_.nodes; ++n) {
+      if (slow(draw)) straggler_[n] = true;
+    }
+  }
   for (int n = 0; n < shape_.nodes; ++n) {
-    straggler_[n] = slow(draw);
     if (straggler_[n]) result_.stragglers.push_back(n);
   }
 }
@@ -145,6 +152,28 @@ double Simulation::speed_on(const std::vector<int>& nodes) const {
     if (straggler_[n]) return 1.0 / (1.0 + options_.failures.straggler_slowdown);
   }
   return 1.0;
+}
+
+void Simulation::watch_stragglers(int j) {
+  auto& s = state_[j];
+  ++s.placement;
+  if (options_.failures.straggler_detect_s <= 0 || speed_on(s.nodes) >= 1.0) return;
+  push(s.progress.start_s() + s.progress.overhead_s() + options_.failures.straggler_detect_s, EventKind::straggler, j, s.placement);
+}
+
+void Simulation::evict_stragglers(int j, double now) {
+  std::vector<int> slow;
+  for (int n : state_[j].nodes) {
+    if (straggler_[n]) slow.push_back(n);
+  }
+  if (slow.empty()) return;
+  for (int n : slow) {
+    straggler_[n] = false;  // diagnosed and repaired: it returns at full speed
+    result_.evictions.push_back({now, n, j});
+  }
+  result_.jobs[j].straggler_evictions += static_cast<int>(slow.size());
+  lose_nodes(j, slow, now);
+  for (int n : slow) push(now + options_.failures.repair_s, EventKind::repair, n);
 }
 
 void Simulation::attribute(int j, const detail::RunProgress::Split& split) {

@@ -64,6 +64,7 @@ void Simulation::rescale(int j, std::vector<int> nodes, double now) {
   s.progress.begin(now, options_.failures.rescale_s, static_cast<double>(s.nodes.size()) / jobs_[j].nodes, speed_on(s.nodes), 1.0);
   ++s.run;
   push_finish(j);
+  watch_stragglers(j);
   neighbours_changed(j);
 }
 

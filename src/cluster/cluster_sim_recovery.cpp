@@ -58,6 +58,7 @@ void Simulation::recover_in_process(int j, std::vector<int> nodes, double now) {
                    speed_on(s.nodes), 1.0);
   ++s.run;
   push_finish(j);
+  watch_stragglers(j);
   neighbours_changed(j);
 }
 
@@ -75,36 +76,46 @@ void Simulation::fail_group(int group, double now) {
     if (node_[n] < 0) take_down(n);
   }
   for (int j : hit) {
-    auto& s = state_[j];
     ++result_.jobs[j].group_failures;
-    std::vector<int> lost, kept;
-    for (int n : s.nodes) (group_of(n) == group ? lost : kept).push_back(n);
-    const int count = static_cast<int>(lost.size());
-    std::vector<int> swap_in, restart_on;
-    if (jobs_[j].min_nodes > 0 && static_cast<int>(kept.size()) >= jobs_[j].min_nodes && s.hung_since < 0) {
-      shrink(j, lost, now);  // elastic: it goes on with the nodes outside the group
-    } else if (checkpointless() && !(swap_in = replacements(j, count, -1)).empty()) {
-      release(lost, now);
-      claim(j, swap_in, now);
-      kept.insert(kept.end(), swap_in.begin(), swap_in.end());
-      recover_in_process(j, std::move(kept), now);
-    } else {
-      if (options_.failures.spare_nodes > 0) {
-        if (spare_free_ >= count) {  // the group's own spares are already out
-          restart_on = kept;
-          for (int k = 0; k < count; ++k) restart_on.push_back(take_spare(-1));
-          result_.spare_swaps += count;
-          result_.jobs[j].spare_swaps += count;
-        } else {
-          ++result_.spares_exhausted;
-        }
-      }
-      interrupt(j, now);
+    std::vector<int> lost;
+    for (int n : state_[j].nodes) {
+      if (group_of(n) == group) lost.push_back(n);
     }
-    for (int n : lost) take_down(n);
-    if (!restart_on.empty()) start(j, now, restart_on);
+    lose_nodes(j, lost, now);
   }
   push(now + options_.failures.group_repair_s, EventKind::group_repair, group);
+}
+
+void Simulation::lose_nodes(int j, const std::vector<int>& lost, double now) {
+  auto& s = state_[j];
+  std::vector<int> kept;
+  for (int n : s.nodes) {
+    if (std::find(lost.begin(), lost.end(), n) == lost.end()) kept.push_back(n);
+  }
+  const int count = static_cast<int>(lost.size());
+  std::vector<int> swap_in, restart_on;
+  if (jobs_[j].min_nodes > 0 && static_cast<int>(kept.size()) >= jobs_[j].min_nodes && s.hung_since < 0) {
+    shrink(j, lost, now);  // elastic: it goes on with the nodes it keeps
+  } else if (checkpointless() && !(swap_in = replacements(j, count, -1)).empty()) {
+    release(lost, now);
+    claim(j, swap_in, now);
+    kept.insert(kept.end(), swap_in.begin(), swap_in.end());
+    recover_in_process(j, std::move(kept), now);
+  } else {
+    if (options_.failures.spare_nodes > 0) {
+      if (spare_free_ >= count) {  // a failed group's own spares are already out
+        restart_on = kept;
+        for (int k = 0; k < count; ++k) restart_on.push_back(take_spare(-1));
+        result_.spare_swaps += count;
+        result_.jobs[j].spare_swaps += count;
+      } else {
+        ++result_.spares_exhausted;
+      }
+    }
+    interrupt(j, now);
+  }
+  for (int n : lost) take_down(n);
+  if (!restart_on.empty()) start(j, now, restart_on);
 }
 
 }  // namespace fmsim::cluster::detail

@@ -21,14 +21,16 @@
 namespace fmsim::cluster::detail {
 
 // At one instant: repairs and completions free nodes first; a hang's watchdog fires before new failures.
-enum class EventKind { repair, group_repair, finish, hang, failure, group_failure, submit };
+// A straggler check after the finish of that instant (a job that ends then evicts nothing).
+enum class EventKind { repair, group_repair, finish, hang, straggler, failure, group_failure, submit };
 
 struct Event {
   double time = 0;
   EventKind kind = EventKind::submit;
   long long seq = 0;
-  int index = 0;  ///< job (submit, finish, hang), node (repair, injected failure), group (group failure and repair)
-  int run = 0;    ///< finish, hang: the run it ends (a failure makes older ones stale); injected failure: -1 - its index
+  int index = 0;  ///< job (submit, finish, hang, straggler), node (repair, injected failure), group (group failure and repair)
+  int run = 0;    ///< finish, hang: the run it ends (a failure makes older ones stale); straggler: the placement it
+                  ///< checks; injected failure: -1 - its index
   bool operator>(const Event& o) const {
     if (time != o.time) return time > o.time;
     if (kind != o.kind) return kind > o.kind;
@@ -53,6 +55,7 @@ class Simulation {
     detail::RunProgress progress;
     double hung_since = -1;   ///< a hung collective stopped its progress then (the watchdog fires later)
     int run = 0;
+    int placement = 0;        ///< counts the runs that began on (possibly) other nodes: a straggler check's epoch
     bool running = false;
     std::vector<int> nodes;
   };
@@ -115,6 +118,14 @@ class Simulation {
   int take_spare(int group);
   /// The pace of a synchronous job on `nodes`: its slowest node's.
   double speed_on(const std::vector<int>& nodes) const;
+  /// Job j's run began on its nodes now: with straggler detection on and a straggler among them, its check
+  /// comes once it has trained straggler_detect_s.
+  void watch_stragglers(int j);
+  /// The check fired: the straggler nodes among job j's go to repair and the job goes on without them.
+  void evict_stragglers(int j, double now);
+  /// Job j loses `lost` of its nodes (they go out): elastic, it goes on without them; checkpointless, in
+  /// process on replacements; else it is interrupted, and restarts at once on hot spares if enough are free.
+  void lose_nodes(int j, const std::vector<int>& lost, double now);
   /// Adds what stragglers and contention added to a run's time (the rest is its work or lost).
   void attribute(int j, const detail::RunProgress::Split& split);
 

@@ -378,6 +378,24 @@ def hangs_software_failures_spares_and_stragglers_follow_hand_worked_runs():
     out = os.path.join(TMP, "bad-spares.json")
     expect_bad_input(["cluster", c8, seven, "--fail-node", "0@2h:flaky", "--json", out], ["--fail-node", "flaky", "hardware, software or hang"], out)
     expect_bad_input(["cluster", c8, seven, "--spares", "8", "--json", out], ["--spares", "0 to 7"], out)
+    # Straggler detection: node 0 given slow, found after 1 h of training and evicted; the job restarts
+    # (10 min) on the 8th node from its start (no checkpoint): 1 h + 10 min + 10 h, against 11 h without it.
+    doc = run_json("cluster", c8, seven, "--straggler-node", "0", "--straggler-detect", "1h")
+    job = doc["per_job"][0]
+    assert abs(job["end_s"] - (hour + 600 + 10 * hour)) < 1e-6 and job["straggler_evictions"] == 1, job
+    assert 0 not in job["runs"][1]["nodes"] and 7 in job["runs"][1]["nodes"], job["runs"]
+    strag = doc["failures"]["stragglers"]
+    assert strag["detect_s"] == hour and strag["nodes"] == [0] and strag["evictions"] == [{"time_s": hour, "node": 0, "job": "a"}], strag
+    validate_against_schema(doc)
+    assert abs(run_json("cluster", c8, seven, "--straggler-node", "0")["per_job"][0]["end_s"] - 11 * hour) < 1e-6
+    text = run("cluster", c8, seven, "--straggler-node", "0", "--straggler-detect", "1h").stdout
+    assert "stragglers: 1 nodes 10 % slower" in text and "1 evicted, each once a job had trained 1.0 h beside it" in text, text
+    timeline = os.path.join(TMP, "evict-timeline.json")
+    run("cluster", c8, seven, "--straggler-node", "0", "--straggler-detect", "1h", "--timeline", timeline)
+    assert any(e.get("name") == "straggler evicted (a)" and e.get("tid") == 0 for e in json.load(open(timeline))["traceEvents"])
+    expect_bad_input(["cluster", c8, seven, "--straggler-node", "8", "--json", out], ["--straggler-node", "'8'", "0 to 7"], out)
+    expect_bad_input(["cluster", c8, seven, "--straggler-node", "x1", "--json", out], ["--straggler-node", "'x1'"], out)
+    expect_bad_input(["cluster", c8, seven, "--straggler-detect", "soon", "--json", out], ["--straggler-detect", "soon"], out)
     expect_bad_input(["cluster", c8, seven, "--spares", "2", "--json", out], ["job a needs 7 nodes", "--spares 2", "never start"], out)
     expect_bad_input(["cluster", c8, seven, "--stragglers", "1.5", "--json", out], ["--stragglers", "0 to 1"], out)
     expect_bad_input(["cluster", c8, seven, "--straggler-slowdown", "-1", "--json", out], ["--straggler-slowdown"], out)

@@ -241,6 +241,72 @@ TEST_CASE("a straggler slows its job by its slowdown; time is conserved with str
   CHECK(r2.failures.front().node == r.failures.front().node);
 }
 
+TEST_CASE("a detected straggler is evicted: to repair, and its job goes on without it as from a failure") {
+  // Node 0 runs 10 % slower; a 2-node job of 1 h (checkpoints every 300 s) starts on nodes 0 and 1 at t = 0.
+  std::vector<JobSpec> jobs = {job("a", 0, 2, 3600, 300)};
+  SimOptions o;
+  o.failures.straggler_nodes = {0};
+  o.failures.straggler_detect_s = 600;
+  auto r = simulate_cluster(shape(4, 4), jobs, o);
+  // At 600 s it has done 600 / 1.1 = 545 s of work: the 300 s checkpoint is kept, node 0 goes to repair,
+  // and the job restarts on two healthy nodes: 600 + 600 (restart) + 3300 = 4500 s.
+  REQUIRE(r.evictions.size() == 1);
+  CHECK(r.evictions[0].time_s == Approx(600));
+  CHECK(r.evictions[0].node == 0);
+  CHECK(r.jobs[0].straggler_evictions == 1);
+  CHECK(r.jobs[0].restarts == 1);
+  CHECK(r.jobs[0].end_s == Approx(4500));
+  CHECK(r.jobs[0].straggler_s == Approx(30));              // the kept 300 s of work took 330
+  CHECK(r.jobs[0].lost_s == Approx(600 - 330 + 600));     // the rest of the first run, and the restart
+  for (int n : r.jobs[0].runs.back().nodes) CHECK(n != 0);
+  // Without detection it runs slow to the end: 3960 s; a 10 h job gains from the eviction (36,000 x 1.1 =
+  // 39,600 s against 600 + 600 + 35,700 = 36,900 s).
+  o.failures.straggler_detect_s = 0;
+  CHECK(simulate_cluster(shape(4, 4), jobs, o).jobs[0].end_s == Approx(3960));
+  jobs[0].duration_s = jobs[0].time_limit_s = 36000;
+  CHECK(simulate_cluster(shape(4, 4), jobs, o).jobs[0].end_s == Approx(39600));
+  o.failures.straggler_detect_s = 600;
+  CHECK(simulate_cluster(shape(4, 4), jobs, o).jobs[0].end_s == Approx(36900));
+  // Checkpointless: a free node replaces it in process, no work lost (a job given by its duration has no
+  // step in flight): 600 + 105 + (3600 - 545.45) s.
+  jobs[0].duration_s = jobs[0].time_limit_s = 3600;
+  o.failures.recovery = JobRecovery::checkpointless;
+  r = simulate_cluster(shape(4, 4), jobs, o);
+  CHECK(r.jobs[0].end_s == Approx(600 + 105 + 3600 - 600 / 1.1));
+  CHECK(r.jobs[0].checkpointless_recoveries == 1);
+  // Elastic (min_nodes 1): it goes on without the node, nothing lost, no restart.
+  o.failures.recovery = JobRecovery::restart;
+  jobs[0].min_nodes = 1;
+  r = simulate_cluster(shape(4, 4), jobs, o);
+  CHECK(r.jobs[0].straggler_evictions == 1);
+  CHECK(r.jobs[0].restarts == 0);
+  CHECK(r.jobs[0].rescales >= 1);
+  for (int n : r.jobs[0].runs.back().nodes) CHECK(n != 0);
+  // The repaired node returns at full speed: evicted once, never again.
+  o.failures.recovery = JobRecovery::restart;
+  jobs = {job("a", 0, 2, 3600, 300), job("b", 20000, 4, 3600, 300)};
+  r = simulate_cluster(shape(4, 4), jobs, o);
+  CHECK(r.evictions.size() == 1);
+  CHECK(r.jobs[1].end_s == Approx(23600));
+
+  // Random failures, spares, drawn stragglers and detection: time is conserved (rigid jobs: an elastic
+  // one's shrunk runs take work / share, conserved in its own test).
+  jobs.clear();
+  for (int i = 0; i < 40; ++i) jobs.push_back(job("j" + std::to_string(i), i * 900.0, 1 + (i % 4) * 2, 4 * 3600.0, 1800));
+  o = SimOptions{};
+  o.failures.node_failures_per_node_hour = 0.02;
+  o.failures.seed = 5;
+  o.failures.spare_nodes = 2;
+  o.failures.straggler_fraction = 0.2;
+  o.failures.straggler_detect_s = 1200;
+  for (auto recovery : {JobRecovery::restart, JobRecovery::checkpointless}) {
+    o.failures.recovery = recovery;
+    r = simulate_cluster(shape(18, 9), jobs, o);
+    CHECK(!r.evictions.empty());
+    fmsim::test::check_time_conserved(jobs, r);
+  }
+}
+
 TEST_CASE("jobs that share leaf switches slow each other while they run together, by the factor given") {
   // 4 nodes, 2 per leaf switch; a (nodes 0 and 2) and b (1 and 3) both span both switches. Together each
   // runs at half its pace (a stand-in for the shared-fabric simulation). a: 1 h of work, b: 30 min. Both

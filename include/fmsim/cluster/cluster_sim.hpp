@@ -63,6 +63,14 @@ struct FailureModel {
   /// synchronous job runs at its slowest node's pace.
   double straggler_fraction = 0;
   double straggler_slowdown = 0.10;
+  /// Given straggler nodes, besides the drawn ones (a node known to run slow).
+  std::vector<int> straggler_nodes;
+  /// Straggler detection and eviction: 0, never; > 0, a job that has trained this long (its restart pause
+  /// excluded) on nodes with a straggler evicts it (MegaScale's monitoring finds and diagnoses within 10
+  /// minutes): the node goes to repair (repair_s) and returns at full speed, the job goes on as from a
+  /// failure of that node (elastic: without it; checkpointless: in process on a replacement; else from its
+  /// last checkpoint, on a hot spare when there is one).
+  double straggler_detect_s = 0;
   /// Hot spares: nodes held out of scheduling that replace a failed node of a running job at once (the job
   /// restarts from its checkpoint on the rest of its nodes and the spare instead of waiting in the queue);
   /// a repaired node refills the pool before it returns to scheduling.
@@ -134,6 +142,7 @@ struct JobOutcome {
   int spare_swaps = 0;       ///< failed nodes a hot spare replaced
   int checkpointless_recoveries = 0;  ///< failures it went on from in process (JobRecovery::checkpointless)
   int group_failures = 0;    ///< placement-group failures that hit it
+  int straggler_evictions = 0;  ///< straggler nodes detected in its placement and evicted
   std::vector<JobRun> runs;
 };
 
@@ -154,6 +163,12 @@ struct ClusterResult {
   int spares_exhausted = 0;      ///< hardware failures of a running job's node with no spare left
   double spare_node_s = 0;       ///< node-seconds held as spares (their cost)
   std::vector<int> stragglers;   ///< the straggler nodes
+  struct Eviction {
+    double time_s = 0;
+    int node = 0;
+    int job = 0;  ///< the job whose monitoring found it
+  };
+  std::vector<Eviction> evictions;  ///< straggler nodes evicted (FailureModel::straggler_detect_s), in time order
   double straggler_node_s = 0;   ///< node-seconds of jobs' run time added by stragglers
   double contention_node_s = 0;  ///< node-seconds of jobs' run time added by contention
   /// Kueue: per ClusterQueue (config order), GPU-seconds used beyond its nominal quota (borrowed), the
