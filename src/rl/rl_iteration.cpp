@@ -72,6 +72,7 @@ json to_json(const RlResult& r) {
               {"algorithm", to_string(r.spec.algorithm)},
               {"placement", to_string(r.spec.placement)},
               {"staleness", r.spec.staleness},
+              {"weight_sync", r.spec.weight_sync == WeightSync::full ? "full" : "sharded"},
               {"prompts", r.spec.prompts},
               {"group_size", r.spec.group_size},
               {"samples", r.spec.samples()},
@@ -170,7 +171,9 @@ std::string to_text(const RlResult& r) {
   std::snprintf(note, sizeof note, "%d optimizer step(s) of %d packed rows x %d tokens, %s each", r.update_steps,
                 r.packed_rows_per_step, r.seq_length, units::format_time(r.update_step_s).c_str());
   row("update", p.update_s, note);
-  row("weight sync", p.weight_sync_s, units::format_bytes(r.weight_bytes) + " of BF16 weights into the rollout layout");
+  row("weight sync", p.weight_sync_s,
+      units::format_bytes(r.weight_bytes) + " of BF16 weights into the rollout layout" +
+          (r.spec.weight_sync == WeightSync::full ? " (whole tensors to every rollout GPU)" : " (each rollout GPU its shard)"));
   if (r.spec.placement == Placement::colocated) {
     row("handover", p.handover_s,
         r.spec.offload ? units::format_bytes(r.handover_bytes_per_gpu) + " per GPU to host memory and back (trainer state; the engine's weights)"

@@ -279,9 +279,10 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   result.forward_pass_s = forward.end_s + lm_head_s;
   result.phases.forward_s = result.forward_pass_s * spec.forward_passes();
 
-  // Weight transfer: each rollout GPU receives its shard (1 / (TP x PP) of a BF16 copy).
+  // Weight transfer: each rollout GPU receives a BF16 copy of the policy, whole tensors that it slices
+  // (weight_sync full: NeMo RL, veRL, OpenRLHF), or only its shard (1 / (TP x PP); sharded).
   result.weight_bytes = weight_sync_bytes(parameters);
-  const double shard_bytes = result.weight_bytes / per_replica;
+  const double shard_bytes = spec.weight_sync == WeightSync::full ? result.weight_bytes : result.weight_bytes / per_replica;
   const int gpus_per_node = whole.gpus_per_node;
   if (spec.placement == Placement::colocated) {
     // Resharding in place: the shard is gathered from the trainer's ranks that hold one full copy

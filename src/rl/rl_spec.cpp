@@ -56,6 +56,7 @@ RlSpec read_rl_spec(const json& document, const std::string& origin) {
   spec.reward_model = r.bool_or("reward_model", false);
   spec.reference_on_host = r.bool_or("reference_on_host", false);
   if (spec.reference_on_host && !spec.reference_model) r.fail("reference_on_host", "false without a reference model (reference_model false)");
+  spec.weight_sync = r.choice_or("weight_sync", {"full", "sharded"}, "full") == "sharded" ? WeightSync::sharded : WeightSync::full;
   spec.packing_efficiency = r.number_or("packing_efficiency", 0.95, 0.0);
   if (spec.packing_efficiency > 1.0) r.fail("packing_efficiency", "a fraction in (0, 1]: real tokens per packed row");
   const std::string placement = r.choice_or("placement", {"colocated", "disaggregated"}, "colocated");

@@ -131,6 +131,14 @@ def the_weight_transfer_is_the_collective_fmsim_collective_times():
                                      rollout={"engine": "vllm", "tensor_parallel_size": 1, "nodes": 3}))
     assert two["breakdown_s"]["weight_sync"] > r["breakdown_s"]["weight_sync"]
     assert three["breakdown_s"]["weight_sync"] >= two["breakdown_s"]["weight_sync"]
+    # A TP2 rollout: by default (weight_sync full, as NeMo RL, veRL and OpenRLHF refit) each GPU still gathers
+    # every tensor whole and keeps its half; sharded, it gathers only its half.
+    rollout2 = {"engine": "vllm", "tensor_parallel_size": 2}
+    for mode, share in (("full", 1), ("sharded", 2)):
+        t = run_json("run", scenario("sync-" + mode, weight_sync=mode, rollout=rollout2))
+        size = str(int(t["weight_sync_bytes"] / share) // 8 * 8)
+        coll = run_json("collective", topo, "--op", "all_gather", "--gpus", "2", "-b", size, "-e", size)
+        assert abs(coll["rows"][0]["time_s"] - t["breakdown_s"]["weight_sync"]) < 1e-3 * coll["rows"][0]["time_s"], (mode, coll["rows"][0], t["breakdown_s"])
 
 
 @test
@@ -244,6 +252,7 @@ def bad_rl_input_exits_2():
     cases = [
         (scenario("zero_group", group_size=0), ["/rl/group_size", "0"]),
         (scenario("swap_without_reference", reference_model=False, reference_on_host=True), ["/rl/reference_on_host", "without a reference model"]),
+        (scenario("bad_weight_sync", weight_sync="partial"), ["/rl/weight_sync", "partial", "full"]),
         (scenario("stale_colocated", staleness=1), ["/rl/staleness", "disaggregated"]),
         (scenario("too_many_rollout_nodes", placement="disaggregated", offload=False,
                   rollout={"engine": "vllm", "tensor_parallel_size": 1, "nodes": 4}), ["/rl/rollout/nodes", "trainer"]),

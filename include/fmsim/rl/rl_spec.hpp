@@ -12,6 +12,10 @@ namespace fmsim::rl {
 
 enum class Algorithm { grpo, ppo };
 enum class Placement { colocated, disaggregated };
+/// How the new weights reach the rollout: `full`, each rollout GPU receives every tensor whole and keeps
+/// its slice (NeMo RL's refit, veRL's and OpenRLHF's weight update: docs/model.md); `sharded`, each
+/// receives only its own shard (a resharding transfer).
+enum class WeightSync { full, sharded };
 
 struct RlSpec {
   Algorithm algorithm = Algorithm::grpo;
@@ -32,6 +36,7 @@ struct RlSpec {
   /// The KL reference's weights live in host memory and are swapped in for its forward pass (NeMo RL's
   /// use_reference_model): the policy's weights out and the reference's in, then the policy's back.
   bool reference_on_host = false;
+  WeightSync weight_sync = WeightSync::full;
   nlohmann::json rollout;     ///< the rollout engine's serving section (TP, engine, precision, limits)
   std::uint64_t seed = 1;
   long long samples() const { return static_cast<long long>(prompts) * group_size; }
