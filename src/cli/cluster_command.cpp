@@ -33,7 +33,7 @@ struct ClusterOptions {
   std::string group_repair = "4h", recovery = "restart", checkpointless_recovery = "105s", straggler_detect = "0s";
   std::vector<std::string> fail_nodes, fail_groups, straggler_nodes;
   double failures_per_node_hour = 0, group_failures_per_group_hour = 0, straggler_fraction = 0, straggler_slowdown = 0.10;
-  int spares = 0;
+  int spares = 0, block_groups = 0;
   bool contention = false;
   std::uint64_t seed = 1;
   MetricsCli metrics;
@@ -70,8 +70,22 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
     // cluster file's fabric.
     const auto topology = cluster::read_topology_conf(o.topology_conf, spec.nodes);
     run.shape.node_group = topology.node_group;
+    run.shape.group_block = topology.group_block;
     spdlog::info("{}: {} {} over {} nodes", o.topology_conf, topology.group_names.size(),
                  topology.plugin == "tree" ? "leaf switches" : "blocks", topology.node_names.size());
+  }
+  if (o.block_groups != 0) {
+    // Every N consecutive placement groups form a block (the level above them: Kueue's block, e.g. EKS's
+    // network-node-layer labels), where no topology.conf gives it.
+    const int groups = run.shape.groups();
+    if (o.block_groups < 1 || o.block_groups > groups) {
+      throw InputError("--block-groups " + std::to_string(o.block_groups) + ": expected 1 to " + std::to_string(groups) +
+                       " placement groups per block (the cluster has " + std::to_string(groups) + ")");
+    }
+    if (!run.shape.group_block.empty()) {
+      throw InputError("--block-groups with " + o.topology_conf + ", whose Switches= lines give the blocks already: give one of them");
+    }
+    for (int g = 0; g < groups; ++g) run.shape.group_block.push_back(g / o.block_groups);
   }
   if (o.policy != "fifo" && o.policy != "backfill" && o.policy != "priority" && o.policy != "kueue") {
     throw InputError("--policy '" + o.policy + "': expected fifo, backfill, priority or kueue");
@@ -175,6 +189,18 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
       throw InputError(o.jobs_file + ": job " + job.id + " asks for a topology, but no ResourceFlavor of " + o.kueue +
                        " names a Topology (spec.topologyName): Kueue's topology-aware scheduling is off there");
     }
+    if (kueue && job.topology_level == cluster::TopologyLevel::block) {
+      // A block request needs a Topology with a level above the rack's: block, rack, host at least.
+      std::size_t levels = 0;
+      for (const auto& name : kueue->flavor_topology) {
+        const auto t = kueue->topologies.find(name);
+        if (t != kueue->topologies.end()) levels = std::max(levels, t->second.size());
+      }
+      if (levels < 3) {
+        throw InputError(o.jobs_file + ": job " + job.id + " asks for a block, but the Topology of " + o.kueue + " has " + std::to_string(levels) +
+                         " levels: a block needs three (block, rack, hostname)");
+      }
+    }
     if (job.nodes > spec.nodes - o.spares) {
       throw InputError(o.jobs_file + ": job " + job.id + " needs " + std::to_string(job.nodes) + " nodes but --spares " + std::to_string(o.spares) +
                        " leaves " + std::to_string(spec.nodes - o.spares) + " of the " + std::to_string(spec.nodes) + " to schedule: it could never start");
@@ -240,7 +266,10 @@ void register_cluster(CLI::App& app, const GlobalOptions& globals, Action& actio
   sub->add_option("--spares", o->spares, "hot spare nodes held out of scheduling to replace failed nodes of running jobs (default 0)");
   sub->add_option("--rescale", o->rescale, "an elastic job's pause when it shrinks or grows (default 60s)");
   sub->add_option("--kueue", o->kueue, "Kubernetes + Kueue admission: ClusterQueue/LocalQueue YAML (quotas, cohorts, preemption); jobs' queue names their queue");
-  sub->add_option("--topology-conf", o->topology_conf, "Slurm topology.conf: leaf switches (topology/tree) or blocks (topology/block) for placement");
+  sub->add_option("--topology-conf", o->topology_conf,
+                  "Slurm topology.conf: leaf switches (topology/tree; Switches= lines above them give blocks) or blocks (topology/block) for placement");
+  sub->add_option("--block-groups", o->block_groups,
+                  "every N consecutive leaf switch groups (or NVLink domains) form a block, the level above them that jobs' topology_level block asks for");
   sub->add_option("--json", o->json_file, "write the result (fmsim.cluster/1; '-' = stdout, replaces the summary)");
   sub->add_option("--timeline", o->timeline_file, "write a Chrome trace with a track per node (Perfetto)");
   add_metrics_options(sub, o->metrics);

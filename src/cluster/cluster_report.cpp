@@ -127,7 +127,7 @@ json to_json(const ClusterRun& run) {
   json doc = {{"schema", "fmsim.cluster/1"},
               {"cluster", {{"name", run.cluster_name}, {"nodes", run.shape.nodes}, {"gpus", run.shape.nodes * run.shape.gpus_per_node},
                            {"gpu", run.gpu}, {"instance_type", run.instance_type}, {"nodes_per_switch_group", run.shape.group_nodes()},
-                           {"switch_group", run.shape.nodes_per_domain > 1 ? "nvlink_domain" : "leaf"}}},
+                           {"switch_group", run.shape.nodes_per_domain > 1 ? "nvlink_domain" : "leaf"}, {"blocks", run.shape.blocks()}}},
               {"trace", run.trace_file},
               {"policy", to_string(run.options.policy)},
               {"placement", to_string(run.options.placement)},

@@ -11,7 +11,8 @@ namespace fmsim::cluster::detail {
 
 Simulation::Simulation(const ClusterShape& shape, std::vector<JobSpec> jobs, const SimOptions& options)
     : shape_(shape), jobs_(std::move(jobs)), options_(options), rng_(options.failures.seed), node_(shape.nodes, kFree),
-      down_holds_(shape.nodes, 0), group_free_(shape.groups(), 0), members_(shape.group_members()), state_(jobs_.size()),
+      down_holds_(shape.nodes, 0), group_free_(shape.groups(), 0), members_(shape.group_members()), blocks_(shape.block_groups()),
+      state_(jobs_.size()),
       group_rng_(options.failures.seed ^ 0x47524F5550464C54ULL) {
   for (int n = 0; n < shape.nodes; ++n) ++group_free_[group_of(n)];
   free_ = shape.nodes;
@@ -26,8 +27,29 @@ Simulation::Simulation(const ClusterShape& shape, std::vector<JobSpec> jobs, con
   for (const auto& job : jobs_) elastic_ = elastic_ || job.min_nodes > 0;
   for (const auto& m : members_) group_sizes_.push_back(m.size());
   std::sort(group_sizes_.rbegin(), group_sizes_.rend());
+  if (!shape.group_block.empty() && static_cast<int>(shape.group_block.size()) != groups()) {
+    throw std::logic_error("a block level that does not give every placement group its block");
+  }
+  int largest_block = 0;
+  for (const auto& b : blocks_) {
+    int size = 0;
+    for (int g : b) size += static_cast<int>(members_[g].size());
+    largest_block = std::max(largest_block, size);
+  }
   for (const auto& job : jobs_) {
     const int largest = group_sizes_.empty() ? 0 : static_cast<int>(group_sizes_.front());
+    if (job.topology != TopologyRequest::none && job.topology_level == TopologyLevel::block) {
+      if (blocks_.empty()) {
+        throw InputError("job " + job.id + " asks for its nodes in one block, but the cluster has no level above its " +
+                         (shape.nodes_per_domain > 1 ? "NVLink domains" : "leaf switches") +
+                         " (give --block-groups N, or a topology.conf with Switches= lines above the leaf switches)");
+      }
+      if (job.topology == TopologyRequest::required && job.nodes > largest_block) {
+        throw InputError("job " + job.id + " requires its " + std::to_string(job.nodes) + " nodes in one block, but the largest holds " +
+                         std::to_string(largest_block) + ": it could never start");
+      }
+      continue;
+    }
     if (job.topology == TopologyRequest::required && job.nodes > largest) {
       throw InputError("job " + job.id + " requires its " + std::to_string(job.nodes) + " nodes under one " +
                        (shape.nodes_per_domain > 1 ? "NVLink domain" : "leaf switch") + ", but the largest holds " +
@@ -211,6 +233,12 @@ void Simulation::start(int j, double now, std::vector<int> nodes) {
   // A topology request places it as Slurm's topology plugin does (best fit into one group, which a
   // required job is known to have: can_place), whatever the cluster's placement policy.
   const Placement placement = jobs_[j].topology == TopologyRequest::none ? options_.placement : Placement::topology;
+  if (nodes.empty() && jobs_[j].topology != TopologyRequest::none && jobs_[j].topology_level == TopologyLevel::block) {
+    // A block request: the best-fitting block, the topology plugin's placement within it (a preferred
+    // job with no block free enough goes wherever the plugin puts it).
+    const int b = fitting_block(jobs_[j].nodes);
+    if (b >= 0) nodes = place_in_block(b, jobs_[j].nodes);
+  }
   s.nodes = nodes.empty() ? place(jobs_[j].nodes, placement) : std::move(nodes);
   take_quota(j, now);
   claim(j, s.nodes, now);
@@ -238,6 +266,29 @@ void Simulation::start(int j, double now, std::vector<int> nodes) {
     outcome.min_groups = min_groups(jobs_[j].nodes);
   }
   push_finish(j);
+}
+
+int Simulation::fitting_block(int count) const {
+  int best = -1, best_free = 0;
+  for (std::size_t b = 0; b < blocks_.size(); ++b) {
+    int free = 0;
+    for (int g : blocks_[b]) free += group_free_[g];
+    if (free >= count && (best < 0 || free < best_free)) {
+      best = static_cast<int>(b);
+      best_free = free;
+    }
+  }
+  return best;
+}
+
+std::vector<int> Simulation::place_in_block(int b, int count) const {
+  std::vector<std::vector<int>> members;
+  std::vector<int> free;
+  for (int g : blocks_[b]) {
+    members.push_back(members_[g]);
+    free.push_back(group_free_[g]);
+  }
+  return detail::place_nodes(count, Placement::topology, members, free, [this](int n) { return node_[n] == kFree; });
 }
 
 double Simulation::expected_end(int j) const {
@@ -312,6 +363,14 @@ ClusterResult simulate_cluster(const ClusterShape& shape, const std::vector<JobS
 int ClusterShape::groups() const {
   if (node_group.empty()) return (nodes + group_nodes() - 1) / group_nodes();
   return node_group.empty() ? 0 : *std::max_element(node_group.begin(), node_group.end()) + 1;
+}
+
+int ClusterShape::blocks() const { return group_block.empty() ? 0 : *std::max_element(group_block.begin(), group_block.end()) + 1; }
+
+std::vector<std::vector<int>> ClusterShape::block_groups() const {
+  std::vector<std::vector<int>> out(blocks());
+  for (std::size_t g = 0; g < group_block.size(); ++g) out[group_block[g]].push_back(static_cast<int>(g));
+  return out;
 }
 
 std::vector<std::vector<int>> ClusterShape::group_members() const {

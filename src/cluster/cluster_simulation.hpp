@@ -167,9 +167,15 @@ class Simulation {
     return detail::place_nodes(count, placement, members_, group_free_, [this](int n) { return node_[n] == kFree; });
   }
   std::vector<int> place(int count) const { return place(count, options_.placement); }
-  /// Whether job j can start on the free nodes now: anywhere, or under one group when it requires that.
+  /// The block with the fewest free nodes that still holds `count` (best fit); -1: none.
+  int fitting_block(int count) const;
+  /// `count` free nodes of block b, as the topology plugin places them within it.
+  std::vector<int> place_in_block(int b, int count) const;
+  /// Whether job j can start on the free nodes now: anywhere, or under one group (or in one block) when it
+  /// requires that.
   bool can_place(int j) const {
     if (jobs_[j].topology != TopologyRequest::required) return jobs_[j].nodes <= free_;
+    if (jobs_[j].topology_level == TopologyLevel::block) return fitting_block(jobs_[j].nodes) >= 0;
     return std::any_of(group_free_.begin(), group_free_.end(), [&](int f) { return f >= jobs_[j].nodes; });
   }
 
@@ -191,6 +197,7 @@ class Simulation {
   std::vector<int> down_holds_;  ///< per node: outstanding reasons it is down (its own repair, its group's)
   std::vector<int> group_free_;  ///< free nodes per leaf switch (or NVLink domain)
   std::vector<std::vector<int>> members_;  ///< the nodes of each group
+  std::vector<std::vector<int>> blocks_;   ///< the groups of each block (empty: no block level)
   std::vector<JobState> state_;
   std::vector<int> cq_of_;        ///< Kueue: each job's ClusterQueue
   std::optional<detail::KueueQuotas> quotas_;  ///< Kueue's quotas (Policy::kueue)

@@ -238,6 +238,12 @@ std::vector<JobSpec> read_job_trace(const std::filesystem::path& path, int gpus_
       else r.fail("topology", "preferred or required (its nodes under one leaf switch or NVLink domain)");
       if (job.topology == TopologyRequest::required && job.min_nodes > 0) r.fail("topology", "required with min_nodes: an elastic job regrows anywhere");
     }
+    if (r.has("topology_level")) {
+      const std::string level = r.string_or("topology_level", "");
+      if (level == "block") job.topology_level = TopologyLevel::block;
+      else if (level != "group") r.fail("topology_level", "group (a leaf switch or NVLink domain, the default) or block (a block of them under one upper switch)");
+      if (job.topology == TopologyRequest::none) r.fail("topology_level", "given with a topology (preferred or required)");
+    }
     r.reject_unknown_keys();
     jobs.push_back(std::move(job));
     if (jobs.size() > kMaxJobs) throw InputError(where + ": more than " + std::to_string(kMaxJobs) + " jobs (the most one run simulates)");

@@ -94,6 +94,11 @@ SlurmTopology read_topology_conf(const std::filesystem::path& path, int cluster_
   std::map<std::string, int> index_of;
   std::string line;
   int number = 0;
+  struct Upper {
+    std::string name, where;
+    std::vector<std::string> children;
+  };
+  std::vector<Upper> uppers;  // SwitchName=U Switches=... lines, resolved once every leaf switch is known
   while (std::getline(in, line)) {
     ++number;
     const std::string where = path.string() + ":" + std::to_string(number);
@@ -111,7 +116,25 @@ SlurmTopology read_topology_conf(const std::filesystem::path& path, int cluster_
     }
     if (fields.empty()) continue;
     const std::string& first = order.front();
-    if (first == "BlockSizes" || (first == "SwitchName" && !fields.count("Nodes"))) continue;  // not a placement group
+    if (first == "BlockSizes") continue;  // not a placement group
+    if (first == "SwitchName" && !fields.count("Nodes")) {
+      if (fields.count("Switches")) {
+        for (const auto& [key, value] : fields) {
+          if (key != "SwitchName" && key != "Switches" && key != "LinkSpeed") {
+            throw InputError(where + ": '" + key + "': unknown key on a switch above the leaves (SwitchName, Switches, LinkSpeed)");
+          }
+        }
+        if (fields["SwitchName"].empty()) throw InputError(where + ": SwitchName is empty");
+        Upper upper{fields["SwitchName"], where, {}};
+        try {  // no more switch names than the cluster has nodes (each leaf switch holds one at least)
+          upper.children = expand_hostlist(fields["Switches"], static_cast<std::size_t>(std::max(0, cluster_nodes)));
+        } catch (const std::invalid_argument& error) {
+          throw InputError(where + ": Switches=" + fields["Switches"] + ": " + error.what());
+        }
+        uppers.push_back(std::move(upper));
+      }
+      continue;
+    }
     if (first != "SwitchName" && first != "BlockName") {
       throw InputError(where + ": '" + first + "': expected SwitchName=... (topology/tree) or BlockName=... (topology/block)");
     }
@@ -149,6 +172,38 @@ SlurmTopology read_topology_conf(const std::filesystem::path& path, int cluster_
     }
   }
   if (t.node_names.empty()) throw InputError(path.string() + ": no SwitchName=... Nodes=... or BlockName=... Nodes=... line");
+  if (t.plugin == "block" && !uppers.empty()) {
+    throw InputError(uppers.front().where + ": a SwitchName=... Switches=... line in a topology/block file (one topology plugin per file)");
+  }
+  // The block level: the switches directly above the leaf switches.
+  std::map<std::string, int> leaf_index;
+  for (std::size_t g = 0; g < t.group_names.size(); ++g) leaf_index[t.group_names[g]] = static_cast<int>(g);
+  std::vector<int> parent(t.group_names.size(), -1);
+  for (const auto& upper : uppers) {
+    int block = -1;
+    for (const auto& child : upper.children) {
+      const auto leaf = leaf_index.find(child);
+      if (leaf == leaf_index.end()) continue;  // a switch of a higher level (or one without nodes)
+      if (parent[leaf->second] >= 0) {
+        throw InputError(upper.where + ": leaf switch " + child + " is already under " + t.block_names[parent[leaf->second]] +
+                         " (a leaf switch sits under one switch of the level above)");
+      }
+      if (block < 0) {
+        block = static_cast<int>(t.block_names.size());
+        t.block_names.push_back(upper.name);
+      }
+      parent[leaf->second] = block;
+    }
+  }
+  if (!t.block_names.empty()) {
+    for (std::size_t g = 0; g < parent.size(); ++g) {
+      if (parent[g] < 0) {  // no switch above it: a block of its own
+        parent[g] = static_cast<int>(t.block_names.size());
+        t.block_names.push_back(t.group_names[g]);
+      }
+    }
+    t.group_block = std::move(parent);
+  }
   if (static_cast<int>(t.node_names.size()) != cluster_nodes) {
     throw InputError(path.string() + ": places " + std::to_string(t.node_names.size()) + " nodes but the cluster has " +
                      std::to_string(cluster_nodes) + " (every node under one leaf switch or in one block)");

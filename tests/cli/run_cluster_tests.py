@@ -218,6 +218,39 @@ def a_slurm_topology_conf_gives_the_placement_groups():
         expect_bad_input(["cluster", CLUSTER, TRACE, "--topology-conf", path, "--json", out], expected, out)
 
 
+@test
+def a_block_request_places_a_job_under_one_upper_switch():
+    # 16 p5 nodes as four leaf switches of 4 under two upper switches (s1 over l1-l2, s2 over l3-l4).
+    conf = write(TMP, "two-level.conf", "SwitchName=l1 Nodes=p[01-04]\nSwitchName=l2 Nodes=p[05-08]\nSwitchName=l3 Nodes=p[09-12]\n"
+                 "SwitchName=l4 Nodes=p[13-16]\nSwitchName=s1 Switches=l[1-2]\nSwitchName=s2 Switches=l[3-4]\nSwitchName=core Switches=s[1-2]\n")
+    # a and b (2 nodes each) share l1 (best fit); c (7 nodes) fits no leaf switch: anywhere, the emptiest
+    # switches l2 and l3 (both blocks); asking for a block, s2's l3 and l4.
+    trace = [{"id": "a", "nodes": 2, "duration": "2h"}, {"id": "b", "nodes": 2, "duration": "2h"},
+             {"id": "c", "nodes": 7, "submit": 60, "duration": "1h"}]
+    plain = run_json("cluster", CLUSTER, jobs_file("blocks-plain.jsonl", trace), "--topology-conf", conf)
+    assert plain["cluster"]["blocks"] == 2, plain["cluster"]
+    assert sorted(plain["per_job"][2]["runs"][0]["nodes"]) == [4, 5, 6, 7, 8, 9, 10], plain["per_job"][2]
+    trace[2].update(topology="required", topology_level="block")
+    doc = run_json("cluster", CLUSTER, jobs_file("blocks.jsonl", trace), "--topology-conf", conf)
+    assert sorted(doc["per_job"][2]["runs"][0]["nodes"]) == [8, 9, 10, 11, 12, 13, 14] and doc["per_job"][2]["start_s"] == 60, doc["per_job"][2]
+    validate_against_schema(doc)
+    # Without a topology.conf, --block-groups: p5-16node's two leaf groups of 8 in one block.
+    whole = jobs_file("blocks-whole.jsonl", [{"id": "w", "nodes": 16, "duration": "1h", "topology": "required", "topology_level": "block"}])
+    doc = run_json("cluster", CLUSTER, whole, "--block-groups", "2")
+    assert doc["cluster"]["blocks"] == 1 and doc["per_job"][0]["start_s"] == 0, doc["cluster"]
+    out = os.path.join(TMP, "bad-blocks.json")
+    expect_bad_input(["cluster", CLUSTER, whole, "--json", out], ["job w", "one block", "no level above", "--block-groups"], out)
+    expect_bad_input(["cluster", CLUSTER, whole, "--block-groups", "3", "--json", out], ["--block-groups", "1 to 2"], out)
+    expect_bad_input(["cluster", CLUSTER, whole, "--block-groups", "1", "--topology-conf", conf, "--json", out], ["--block-groups", "give one of them"], out)
+    expect_bad_input(["cluster", CLUSTER, whole, "--block-groups", "1", "--json", out], ["job w", "requires its 16 nodes in one block", "largest holds 8"], out)
+    level_alone = jobs_file("level-alone.jsonl", [{"id": "x", "nodes": 2, "duration": "1h", "topology_level": "block"}])
+    expect_bad_input(["cluster", CLUSTER, level_alone, "--json", out], ["level-alone.jsonl:1", "topology_level", "with a topology"], out)
+    odd_level = jobs_file("odd-level.jsonl", [{"id": "x", "nodes": 2, "duration": "1h", "topology": "preferred", "topology_level": "rack"}])
+    expect_bad_input(["cluster", CLUSTER, odd_level, "--json", out], ["odd-level.jsonl:1", "topology_level", "rack", "group", "block"], out)
+    twice = write(TMP, "twice.conf", "SwitchName=l1 Nodes=p[01-08]\nSwitchName=l2 Nodes=p[09-16]\nSwitchName=s1 Switches=l1\nSwitchName=s2 Switches=l[1-2]\n")
+    expect_bad_input(["cluster", CLUSTER, whole, "--topology-conf", twice, "--json", out], ["twice.conf:4", "l1", "already under s1"], out)
+
+
 def kueue_yaml(name, queues, local=()):
     """ClusterQueues (name, cohort, nominal, borrowing_limit, within, reclaim) and LocalQueues (name, cq)."""
     docs = []
@@ -466,6 +499,17 @@ def kueue_topology_aware_scheduling_holds_a_required_job_for_one_switch():
     dangling = write(TMP, "dangling.yaml", "kind: ResourceFlavor\nmetadata:\n  name: h100\nspec:\n  topologyName: nowhere\n---\n" + open(plain).read())
     expect_bad_input(["cluster", CLUSTER, trace("tas-d.jsonl", "required"), "--kueue", dangling, "--json", out],
                      ["ResourceFlavor h100", "nowhere", "not a Topology"], out)
+    # Kueue's block level: a three-level Topology (block, rack, hostname) with the blocks given; a two-level
+    # one has no level above the rack.
+    block_job = jobs_file("tas-block.jsonl", [{"id": "b", "nodes": 16, "duration": "1h", "queue": "all", "topology": "required",
+                                               "topology_level": "block"}])
+    expect_bad_input(["cluster", CLUSTER, block_job, "--kueue", tas, "--block-groups", "2", "--json", out],
+                     ["job b asks for a block", "2 levels", "block, rack, hostname"], out)
+    three = write(TMP, "tas3.yaml", topology.replace("  - nodeLabel: topology.k8s.aws/network-node-layer-1\n",
+                                                     "  - nodeLabel: topology.k8s.aws/network-node-layer-2\n"
+                                                     "  - nodeLabel: topology.k8s.aws/network-node-layer-1\n") + open(plain).read())
+    doc = run_json("cluster", CLUSTER, block_job, "--kueue", three, "--block-groups", "2")
+    assert doc["per_job"][0]["start_s"] == 0 and doc["cluster"]["blocks"] == 1, doc["per_job"][0]
 
 
 @test

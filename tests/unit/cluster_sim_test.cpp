@@ -379,3 +379,45 @@ TEST_CASE("a job that requires one leaf switch waits for room under one; preferr
   jobs[2].nodes = 5;
   CHECK_THROWS_WITH(simulate_cluster(shape(8, 4), jobs, o), Catch::Contains("could never start"));
 }
+
+TEST_CASE("a job that requires one block of switches is placed inside one, or waits for one") {
+  // 8 nodes, 2 per leaf switch (groups 0-3), 2 switches per block (blocks {0, 1} and {2, 3}). x (1 node)
+  // and y (1 node) take group 0 (best fit into one group). z (3 nodes) fits no single group: without a block
+  // request the emptiest groups go first, 1 then 2 (nodes 2, 3, 4: both blocks); asking for a block it
+  // takes block 1's groups 2 and 3 (nodes 4, 5, 6).
+  std::vector<JobSpec> jobs = {job("x", 0, 1, 7200), job("y", 0, 1, 7200), job("z", 60, 3, 3600)};
+  auto s = shape(8, 2);
+  s.group_block = {0, 0, 1, 1};
+  SimOptions o;
+  auto r = simulate_cluster(s, jobs, o);
+  CHECK(r.jobs[2].runs.front().nodes == std::vector<int>{2, 3, 4});
+  for (auto request : {TopologyRequest::preferred, TopologyRequest::required}) {
+    jobs[2].topology = request;
+    jobs[2].topology_level = TopologyLevel::block;
+    r = simulate_cluster(s, jobs, o);
+    CHECK(r.jobs[2].first_start_s == Approx(60));
+    CHECK(r.jobs[2].runs.front().nodes == std::vector<int>{4, 5, 6});
+  }
+  // A fourth job w (3 nodes at 0, a block required) takes block 1 (best fit: 4 free against block 0's 2):
+  // nodes 4, 5, 6. The required z then waits for x and y to end (block 0 free at 2 h); preferred, it starts
+  // at once on the 3 nodes free across the blocks.
+  jobs.push_back(job("w", 0, 3, 20000));
+  jobs[3].topology = TopologyRequest::required;
+  jobs[3].topology_level = TopologyLevel::block;
+  jobs[2].topology = TopologyRequest::required;
+  r = simulate_cluster(s, jobs, o);
+  CHECK(r.jobs[3].runs.front().nodes == std::vector<int>{4, 5, 6});
+  CHECK(r.jobs[2].first_start_s == Approx(7200));
+  for (int n : r.jobs[2].runs.front().nodes) CHECK(s.group_block[n / 2] == 0);
+  jobs[2].topology = TopologyRequest::preferred;
+  r = simulate_cluster(s, jobs, o);
+  CHECK(r.jobs[2].first_start_s == Approx(60));
+  CHECK(r.jobs[2].runs.front().nodes == std::vector<int>{2, 3, 7});
+  // Larger than any block: refused; a block request without a block level: refused.
+  jobs[2].topology = TopologyRequest::required;
+  jobs[2].nodes = 5;
+  CHECK_THROWS_WITH(simulate_cluster(s, jobs, o), Catch::Contains("could never start"));
+  jobs[2].nodes = 3;
+  s.group_block.clear();
+  CHECK_THROWS_WITH(simulate_cluster(s, jobs, o), Catch::Contains("no level above"));
+}

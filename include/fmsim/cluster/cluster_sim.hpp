@@ -47,6 +47,12 @@ struct ClusterShape {
   int groups() const;
   /// The nodes of each group, in node order.
   std::vector<std::vector<int>> group_members() const;
+  /// The level above the groups (Kueue's block, the switches above Slurm's leaf switches): each group's
+  /// block, from a topology.conf's `Switches=` lines or --block-groups; empty: no such level.
+  std::vector<int> group_block;
+  int blocks() const;
+  /// The groups of each block, in group order (empty without a block level).
+  std::vector<std::vector<int>> block_groups() const;
 };
 
 struct FailureModel {

@@ -11,6 +11,10 @@ namespace fmsim::cluster {
 /// or NVLink domain (the fewest otherwise), or required under one (it waits until one group has room):
 /// Slurm's `--switches=1`, Kueue's podset-preferred-topology / podset-required-topology annotations.
 enum class TopologyRequest { none, preferred, required };
+/// The level a topology request names: a placement group (leaf switch or NVLink domain: Kueue's rack
+/// level, Slurm's leaf switch) or a block of groups (the switches above the leaves: Kueue's block level,
+/// Slurm's second tree level; ClusterShape::group_block).
+enum class TopologyLevel { group, block };
 
 struct JobSpec {
   std::string id;
@@ -26,6 +30,7 @@ struct JobSpec {
   /// and grows back when nodes are free. 0: not elastic.
   int min_nodes = 0;
   TopologyRequest topology = TopologyRequest::none;
+  TopologyLevel topology_level = TopologyLevel::group;
   /// A training job given as a scenario and a step count instead of a duration: its run time is the
   /// simulated step time at the nodes it gets, times `steps` (duration_s is 0 until then).
   std::string scenario;  ///< absolute path ("" = the trace's duration)
