@@ -19,6 +19,7 @@
 
 #include "chakra_et.pb.h"
 #include "fmsim/common/error.hpp"
+#include "fmsim/config/json_file.hpp"
 
 namespace fmsim::workload {
 
@@ -255,17 +256,20 @@ json read_chakra_trace(const std::string& path) {
       const auto gpus = meta_attrs.numbers("fmsim_rank_gpu");
       if (!gpus.empty()) {
         json rank_gpu = json::array();
-        for (double g : gpus) rank_gpu.push_back(static_cast<long long>(g));
+        for (double g : gpus) {
+          if (!std::isfinite(g) || g < 0 || g > 1e9 || g != std::floor(g)) {
+            throw InputError(file + ": GlobalMetadata: fmsim_rank_gpu " + std::to_string(g) + ": expected GPU indices from 0");
+          }
+          rank_gpu.push_back(static_cast<long long>(g));
+        }
         r.doc["rank_gpu"] = rank_gpu;
       }
       kinds = meta_attrs.texts("fmsim_communicator_kinds");
       const std::string scenario = meta_attrs.text("fmsim_scenario", "");
       if (!scenario.empty()) {
-        try {
-          r.doc["scenario"] = json::parse(scenario);
-        } catch (const json::parse_error&) {
-          throw InputError(file + ": GlobalMetadata: fmsim_scenario is not JSON");
-        }
+        // The project's strict reader: a syntax error or a number beyond double's range (a fuzzed 2e308
+        // escaped nlohmann's parse as out_of_range) is bad input naming the attribute.
+        r.doc["scenario"] = config::parse_json_text(scenario, file + ": GlobalMetadata: fmsim_scenario").root;
       }
     }
     // Node ids are per rank: map them to global ids first (a dependency may name a later node).
