@@ -44,8 +44,6 @@ def dispatcher(model, gpu, backend):
         return {}, {}
     if model == "qwen3-235b-a22b" and gpu in ("H100", "B200", "B300"):
         return {}, {"moe_flex_dispatcher_backend": backend, "moe_token_dispatcher_type": "alltoall (qwen3_llm_pretrain.py sets it after the backend)"}
-    if model.startswith("nemotron-3"):
-        return {}, {"moe_flex_dispatcher_backend": backend}
     if backend == "deepep" and gpu in ("GB200", "GB300"):
         return {}, {"moe_flex_dispatcher_backend": "deepep (apply_flex_dispatcher_backend skips DeepEP on GB200/GB300)"}
     return {"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": backend}, {}
