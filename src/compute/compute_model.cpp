@@ -20,6 +20,7 @@ double flash2_attention_efficiency(int sm_version, bool backward, double mean_sp
 
 double attention_head_dim_factor(bool backward, double head_dim) {
   if (head_dim <= 0 || head_dim >= 128) return 1.0;
+  head_dim = std::max(head_dim, 1.0);
   const double d0 = backward ? kAttentionHeadDimOverheadBackward : kAttentionHeadDimOverheadForward;
   return head_dim * (128.0 + d0) / (128.0 * (head_dim + d0));
 }
@@ -86,7 +87,9 @@ double ComputeModel::attention_s(double flops, bool backward, double mean_span, 
   const double sm_share = static_cast<double>(std::max(1, gpu_.sm_count - sms_taken)) / gpu_.sm_count;
   const double efficiency = flash2 ? flash2_attention_efficiency(gpu_.sm_version, backward, mean_span)
                                    : attention_efficiency(gpu_.sm_version, backward, mean_span);
-  const double head_dim_factor = attention_head_dim_factor(backward, head_dim);
+  // The head-dim factor is cuDNN's on Hopper and later (its source); FlashAttention-2 (Ampere's fused kernel,
+  // or PyTorch SDPA's) keeps its own curve.
+  const double head_dim_factor = !flash2 && gpu_.sm_version >= 90 ? attention_head_dim_factor(backward, head_dim) : 1.0;
   return flops / (gpu_.bf16_dense_flops * gpu_.sustained_clock_fraction * efficiency *
                   head_dim_factor * sm_share) +
          kGemmFixedOverhead_s;

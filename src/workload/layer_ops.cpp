@@ -97,6 +97,15 @@ int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, int layer, co
   return w.memory(rank, g.name + ".join", 0, both);
 }
 
+/// A fused attention kernel of `layer` (FLOPs and deps to be set): its key span, kernel and head dim.
+TraceNode fused_attention_node(TraceWriter& w, int rank, int layer, const std::string& name, bool backward) {
+  TraceNode node = w.compute(rank, name, backward ? Kernel::attention_bwd : Kernel::attention_fwd);
+  node.attention_span = attention_kernel_span(w, layer);
+  node.attention_flash2 = w.s.framework.attention == AttentionKernel::flash2;
+  node.attention_head_dim = w.s.model.attention_head_dim();
+  return node;
+}
+
 /// Attention core with its context-parallel exchange. Returns the node ending both.
 int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int layer, bool backward, int after) {
   const auto& p = w.s.parallelism;
@@ -104,11 +113,8 @@ int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int laye
   if (w.s.framework.attention == AttentionKernel::unfused) return unfused_attention(w, rank, backward, backward ? "attn.bwd" : "attn", after);
   const Shapes s = shapes_of(w);
   const double fwd = attention_forward_flops(w, layer);
-  TraceNode node = w.compute(rank, backward ? "attn.bwd" : "attn.fwd", backward ? Kernel::attention_bwd : Kernel::attention_fwd);
+  TraceNode node = fused_attention_node(w, rank, layer, backward ? "attn.bwd" : "attn.fwd", backward);
   node.flops = backward ? compute::kAttentionBackwardFlopsRatio * fwd : fwd;  // executed, not model, FLOPs
-  node.attention_span = attention_kernel_span(w, layer);
-  node.attention_flash2 = w.s.framework.attention == AttentionKernel::flash2;
-  node.attention_head_dim = w.s.model.attention_head_dim();
   node.deps = after_of(after);
   if (p.cp == 1) return w.add(node);
   const double kv_message = 2.0 * w.tokens * s.kv * w.act_bytes;  // K and V of this rank's chunk
@@ -142,11 +148,8 @@ int attention_recompute(TraceWriter& w, int rank, int layer, int after) {
   const auto& tr = w.s.training;
   if (tr.recompute != Recompute::selective || !tr.recompute_modules.core_attn) return after;
   if (w.s.framework.attention == AttentionKernel::unfused) return unfused_attention(w, rank, false, "attn.recompute", after);
-  TraceNode attention = w.compute(rank, "attn.recompute", Kernel::attention_fwd);
+  TraceNode attention = fused_attention_node(w, rank, layer, "attn.recompute", false);
   attention.flops = attention_forward_flops(w, layer);
-  attention.attention_span = attention_kernel_span(w, layer);
-  attention.attention_flash2 = w.s.framework.attention == AttentionKernel::flash2;
-  attention.attention_head_dim = w.s.model.attention_head_dim();
   attention.deps = {after};
   return w.add(attention);
 }

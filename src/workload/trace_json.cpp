@@ -216,8 +216,16 @@ Trace trace_from_json(const json& doc, const std::string& file) {
       n.kernel = j.contains("kernel") ? parse_name(kKernels, j["kernel"], file + ": " + where + "/kernel") : Kernel::memory;
       if (j.contains("num_ops")) n.flops = r.number(j["num_ops"], where + "/num_ops", kMaxFlops);
       if (j.contains("tensor_size")) n.bytes = r.number(j["tensor_size"], where + "/tensor_size", kMaxBytes);
-      if (j.contains("attention_span")) n.attention_span = r.number(j["attention_span"], where + "/attention_span", kMaxGemmDim);
-      if (j.contains("attention_head_dim")) n.attention_head_dim = r.number(j["attention_head_dim"], where + "/attention_head_dim", kMaxGemmDim);
+      // Keys per query and head dims below 1 (other than 0: not given) would drive the kernel's
+      // efficiency to 0 and its time to infinity.
+      if (j.contains("attention_span")) {
+        n.attention_span = r.number(j["attention_span"], where + "/attention_span", kMaxGemmDim);
+        if (n.attention_span > 0 && n.attention_span < 1) r.fail(where + "/attention_span", "0 (a long sequence) or at least 1 key per query");
+      }
+      if (j.contains("attention_head_dim")) {
+        n.attention_head_dim = r.number(j["attention_head_dim"], where + "/attention_head_dim", 1024);
+        if (n.attention_head_dim > 0 && n.attention_head_dim < 1) r.fail(where + "/attention_head_dim", "0 (128) or a head dim from 1 to 1024");
+      }
       if (j.contains("attention_kernel")) {
         const std::string kernel = r.string(j["attention_kernel"], where + "/attention_kernel");
         if (kernel != "fused" && kernel != "flash2") r.fail(where + "/attention_kernel", "expected \"fused\" or \"flash2\"");

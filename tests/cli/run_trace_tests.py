@@ -155,6 +155,13 @@ def numbers_are_finite_and_not_negative():
     bad_trace("zero-repeat", trace_doc([comp(0, 0, repeat=0)]), ["/nodes/0/repeat", "0"])
     bad_trace("string-size", trace_doc([coll(0, 0, 0, size="1MB")], comms=[[0]]), ["/nodes/0/comm_size", "expected a number"])
     bad_trace("shapeless-gemm", trace_doc([comp(0, 0, kernel="gemm", duration_s=None)]), ["/nodes/0", "gemm_mnk"])
+    # Below 1 (but not 0) a span or a head dim drives the attention kernel's time to infinity (review of session 24).
+    bad_trace("tiny-head-dim", trace_doc([comp(0, 0, kernel="attention_fwd", num_ops=1e9, attention_head_dim=1e-310)]),
+              ["/nodes/0/attention_head_dim", "from 1 to 1024"])
+    bad_trace("huge-head-dim", trace_doc([comp(0, 0, kernel="attention_fwd", num_ops=1e9, attention_head_dim=4096)]),
+              ["/nodes/0/attention_head_dim", "4096"])
+    bad_trace("tiny-span", trace_doc([comp(0, 0, kernel="attention_fwd", num_ops=1e9, attention_span=1e-3)]),
+              ["/nodes/0/attention_span", "at least 1 key"])
 
 
 @test

@@ -289,6 +289,12 @@ TEST_CASE("attention below head dim 128 runs at cuDNN's published lower efficien
   const double flops = 1e12, t128 = h100.attention_s(flops, false, 2048, 0, false, 128) - compute::kGemmFixedOverhead_s;
   const double t64 = h100.attention_s(flops, false, 2048, 0, false, 64) - compute::kGemmFixedOverhead_s;
   CHECK(t64 / t128 == Approx(1.0 / compute::attention_head_dim_factor(false, 64)).epsilon(1e-9));
+  // FlashAttention-2 (and Ampere, whose fused kernel it is) keeps its own curve: the factor is cuDNN's on Hopper+.
+  CHECK(h100.attention_s(flops, false, 2048, 0, true, 64) == h100.attention_s(flops, false, 2048, 0, true, 128));
+  compute::ComputeModel a100(test::catalog().gpu("A100-SXM4-80GB"));
+  CHECK(a100.attention_s(flops, false, 2048, 0, false, 64) == a100.attention_s(flops, false, 2048, 0, false, 128));
+  // A head dim below 1 (bad input the readers refuse) still gives a finite time.
+  CHECK(std::isfinite(h100.attention_s(flops, false, 2048, 0, false, 1e-300)));
   // The trace carries each model's head dim: GPT-OSS 64; DeepSeek-V3's MLA the mean of its Q/K (192) and V (128).
   CHECK(preset("gpt-oss-120b").attention_head_dim() == 64.0);
   CHECK(preset("deepseek-v3").attention_head_dim() == 160.0);
