@@ -191,14 +191,17 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
     }
     if (kueue && job.topology_level == cluster::TopologyLevel::block) {
       // A block request needs a Topology with a level above the rack's: block, rack, host at least.
+      // (Checked over the file's topology-aware flavors together: fmsim does not map a queue to its flavors.)
       std::size_t levels = 0;
+      std::string names;
       for (const auto& name : kueue->flavor_topology) {
         const auto t = kueue->topologies.find(name);
         if (t != kueue->topologies.end()) levels = std::max(levels, t->second.size());
+        names += (names.empty() ? "" : ", ") + name;
       }
       if (levels < 3) {
-        throw InputError(o.jobs_file + ": job " + job.id + " asks for a block, but the Topology of " + o.kueue + " has " + std::to_string(levels) +
-                         " levels: a block needs three (block, rack, hostname)");
+        throw InputError(o.jobs_file + ": job " + job.id + " asks for a block, but the Topology of " + o.kueue + " (" + names + ") has " +
+                         std::to_string(levels) + " levels: a block needs three (block, rack, hostname)");
       }
     }
     if (job.nodes > spec.nodes - o.spares) {
@@ -218,7 +221,11 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
       return timing.contention_factors(specs, nodes);
     };
   }
-  run.result = cluster::simulate_cluster(run.shape, run.jobs, run.options);
+  try {
+    run.result = cluster::simulate_cluster(run.shape, run.jobs, run.options);
+  } catch (const InputError& error) {  // a job the cluster could never place: name the trace it came from
+    throw InputError(o.jobs_file + ": " + error.what());
+  }
   if (timing.simulations() > 0) spdlog::info("{} training-step simulations for the scenario jobs' placements", timing.simulations());
   if (timing.contention_simulations() > 0) spdlog::info("{} shared-fabric simulations for the neighbourhoods of scenario jobs", timing.contention_simulations());
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

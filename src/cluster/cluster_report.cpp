@@ -235,7 +235,7 @@ std::string to_text(const ClusterRun& run) {
     }
   }
   if (run.options.failures.spare_nodes > 0) {
-    std::snprintf(line, sizeof line, "  spares: %d nodes held, %d failed nodes replaced at once, %d failures found none free; %.0f spare GPU-hours idle\n",
+    std::snprintf(line, sizeof line, "  spares: %d nodes held, %d failed or evicted nodes replaced at once, %d found none free; %.0f spare GPU-hours idle\n",
                   run.options.failures.spare_nodes, r.spare_swaps, r.spares_exhausted, r.spare_node_s * run.shape.gpus_per_node / 3600);
     out += line;
   }

@@ -30,14 +30,20 @@ Simulation::Simulation(const ClusterShape& shape, std::vector<JobSpec> jobs, con
   if (!shape.group_block.empty() && static_cast<int>(shape.group_block.size()) != groups()) {
     throw std::logic_error("a block level that does not give every placement group its block");
   }
-  int largest_block = 0;
+  // What a job could ever be placed on: the nodes of each group and block that are not hot spares (the
+  // highest-numbered nodes; setup_spares_and_stragglers).
+  const int first_spare = shape.nodes - options.failures.spare_nodes;
+  const auto schedulable = [&](int g) {
+    return static_cast<int>(std::count_if(members_[g].begin(), members_[g].end(), [&](int n) { return n < first_spare; }));
+  };
+  int largest = 0, largest_block = 0;
+  for (int g = 0; g < groups(); ++g) largest = std::max(largest, schedulable(g));
   for (const auto& b : blocks_) {
     int size = 0;
-    for (int g : b) size += static_cast<int>(members_[g].size());
+    for (int g : b) size += schedulable(g);
     largest_block = std::max(largest_block, size);
   }
   for (const auto& job : jobs_) {
-    const int largest = group_sizes_.empty() ? 0 : static_cast<int>(group_sizes_.front());
     if (job.topology != TopologyRequest::none && job.topology_level == TopologyLevel::block) {
       if (blocks_.empty()) {
         throw InputError("job " + job.id + " asks for its nodes in one block, but the cluster has no level above its " +
@@ -46,14 +52,16 @@ Simulation::Simulation(const ClusterShape& shape, std::vector<JobSpec> jobs, con
       }
       if (job.topology == TopologyRequest::required && job.nodes > largest_block) {
         throw InputError("job " + job.id + " requires its " + std::to_string(job.nodes) + " nodes in one block, but the largest holds " +
-                         std::to_string(largest_block) + ": it could never start");
+                         std::to_string(largest_block) + (options.failures.spare_nodes > 0 ? " besides the hot spares" : "") +
+                         ": it could never start");
       }
       continue;
     }
     if (job.topology == TopologyRequest::required && job.nodes > largest) {
       throw InputError("job " + job.id + " requires its " + std::to_string(job.nodes) + " nodes under one " +
                        (shape.nodes_per_domain > 1 ? "NVLink domain" : "leaf switch") + ", but the largest holds " +
-                       std::to_string(largest) + ": it could never start");
+                       std::to_string(largest) + (options.failures.spare_nodes > 0 ? " besides the hot spares" : "") +
+                       ": it could never start");
     }
   }
   if (failure_rate_per_s_ > 0) schedule_failure(jobs_.empty() ? 0.0 : jobs_.front().submit_s);

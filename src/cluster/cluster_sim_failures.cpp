@@ -37,37 +37,14 @@ void Simulation::fail(int node, double now, std::optional<Recovery> forced) {
     start(job, now, nodes);
     return;
   }
-  std::vector<int> restart_on;  // a hot spare takes the failed node's place
+  // Its job goes on without it (elastic; a hung one cannot: it restarts, its progress stopped), in process on
+  // a replacement (checkpointless), or from its checkpoint on a hot spare of the node's group first.
   if (job >= 0) {
-    const int j = job;
-    std::vector<int> replacement;
-    // An elastic job goes on without the node (a hung one cannot: it restarts, its progress stopped).
-    if (jobs_[j].min_nodes > 0 && static_cast<int>(state_[j].nodes.size()) - 1 >= jobs_[j].min_nodes && state_[j].hung_since < 0) {
-      shrink(j, {node}, now);
-    } else if (checkpointless() && !(replacement = replacements(j, 1, group_of(node))).empty()) {
-      auto nodes = state_[j].nodes;
-      std::replace(nodes.begin(), nodes.end(), node, replacement.front());
-      release({node}, now);
-      claim(j, replacement, now);
-      recover_in_process(j, std::move(nodes), now);
-    } else {
-      if (options_.failures.spare_nodes > 0) {
-        const int spare = take_spare(group_of(node));
-        if (spare >= 0) {
-          restart_on = state_[j].nodes;
-          std::replace(restart_on.begin(), restart_on.end(), node, spare);
-          ++result_.spare_swaps;
-          ++result_.jobs[j].spare_swaps;
-        } else {
-          ++result_.spares_exhausted;
-        }
-      }
-      interrupt(j, now);
-    }
+    lose_nodes(job, {node}, now, group_of(node));
+  } else {
+    take_down(node);  // a free node or a spare
   }
-  take_down(node);  // the node (free, a spare, or let go by its job) goes to repair
   push(now + options_.failures.repair_s, EventKind::repair, node);
-  if (!restart_on.empty()) start(job, now, restart_on);
 }
 
 void Simulation::take_down(int n) {
@@ -172,7 +149,7 @@ void Simulation::evict_stragglers(int j, double now) {
     result_.evictions.push_back({now, n, j});
   }
   result_.jobs[j].straggler_evictions += static_cast<int>(slow.size());
-  lose_nodes(j, slow, now);
+  lose_nodes(j, slow, now, group_of(slow.front()));  // a spare under the same switch first, as for a failure
   for (int n : slow) push(now + options_.failures.repair_s, EventKind::repair, n);
 }
 

@@ -81,31 +81,39 @@ void Simulation::fail_group(int group, double now) {
     for (int n : state_[j].nodes) {
       if (group_of(n) == group) lost.push_back(n);
     }
-    lose_nodes(j, lost, now);
+    lose_nodes(j, lost, now, -1);  // the group's own spares are out with it
   }
   push(now + options_.failures.group_repair_s, EventKind::group_repair, group);
 }
 
-void Simulation::lose_nodes(int j, const std::vector<int>& lost, double now) {
+void Simulation::lose_nodes(int j, const std::vector<int>& lost, double now, int prefer) {
   auto& s = state_[j];
-  std::vector<int> kept;
-  for (int n : s.nodes) {
-    if (std::find(lost.begin(), lost.end(), n) == lost.end()) kept.push_back(n);
-  }
+  const auto is_lost = [&lost](int n) { return std::find(lost.begin(), lost.end(), n) != lost.end(); };
+  const int kept = static_cast<int>(std::count_if(s.nodes.begin(), s.nodes.end(), [&](int n) { return !is_lost(n); }));
   const int count = static_cast<int>(lost.size());
+  // The job's nodes with each lost one replaced in its place by the next of `in`.
+  const auto replaced = [&](const std::vector<int>& in) {
+    std::vector<int> nodes = s.nodes;
+    std::size_t next = 0;
+    for (int& n : nodes) {
+      if (is_lost(n)) n = in.at(next++);
+    }
+    return nodes;
+  };
   std::vector<int> swap_in, restart_on;
-  if (jobs_[j].min_nodes > 0 && static_cast<int>(kept.size()) >= jobs_[j].min_nodes && s.hung_since < 0) {
+  if (jobs_[j].min_nodes > 0 && kept >= jobs_[j].min_nodes && s.hung_since < 0) {
     shrink(j, lost, now);  // elastic: it goes on with the nodes it keeps
-  } else if (checkpointless() && !(swap_in = replacements(j, count, -1)).empty()) {
+  } else if (checkpointless() && !(swap_in = replacements(j, count, prefer)).empty()) {
+    auto nodes = replaced(swap_in);
     release(lost, now);
     claim(j, swap_in, now);
-    kept.insert(kept.end(), swap_in.begin(), swap_in.end());
-    recover_in_process(j, std::move(kept), now);
+    recover_in_process(j, std::move(nodes), now);
   } else {
     if (options_.failures.spare_nodes > 0) {
-      if (spare_free_ >= count) {  // a failed group's own spares are already out
-        restart_on = kept;
-        for (int k = 0; k < count; ++k) restart_on.push_back(take_spare(-1));
+      if (spare_free_ >= count) {
+        std::vector<int> spares;
+        for (int k = 0; k < count; ++k) spares.push_back(take_spare(prefer));
+        restart_on = replaced(spares);
         result_.spare_swaps += count;
         result_.jobs[j].spare_swaps += count;
       } else {

@@ -124,8 +124,9 @@ class Simulation {
   /// The check fired: the straggler nodes among job j's go to repair and the job goes on without them.
   void evict_stragglers(int j, double now);
   /// Job j loses `lost` of its nodes (they go out): elastic, it goes on without them; checkpointless, in
-  /// process on replacements; else it is interrupted, and restarts at once on hot spares if enough are free.
-  void lose_nodes(int j, const std::vector<int>& lost, double now);
+  /// process on replacements; else it is interrupted, and restarts at once on hot spares if enough are
+  /// free. Replacements take the lost nodes' places, from group `prefer` first (-1: any).
+  void lose_nodes(int j, const std::vector<int>& lost, double now, int prefer);
   /// Adds what stragglers and contention added to a run's time (the rest is its work or lost).
   void attribute(int j, const detail::RunProgress::Split& split);
 

@@ -175,15 +175,30 @@ SlurmTopology read_topology_conf(const std::filesystem::path& path, int cluster_
   if (t.plugin == "block" && !uppers.empty()) {
     throw InputError(uppers.front().where + ": a SwitchName=... Switches=... line in a topology/block file (one topology plugin per file)");
   }
-  // The block level: the switches directly above the leaf switches.
+  // The block level: the switches directly above the leaf switches. Every switch a Switches= list names
+  // is a leaf switch or another upper switch of the file (a misspelt name would drop the level silently).
   std::map<std::string, int> leaf_index;
   for (std::size_t g = 0; g < t.group_names.size(); ++g) leaf_index[t.group_names[g]] = static_cast<int>(g);
+  std::map<std::string, std::string> upper_where;
+  for (const auto& upper : uppers) {
+    if (leaf_index.count(upper.name) || upper_where.count(upper.name)) {
+      throw InputError(upper.where + ": SwitchName=" + upper.name + " is already defined" +
+                       (upper_where.count(upper.name) ? " at " + upper_where[upper.name] : " as a leaf switch") + " (one line per switch)");
+    }
+    upper_where[upper.name] = upper.where;
+  }
   std::vector<int> parent(t.group_names.size(), -1);
   for (const auto& upper : uppers) {
     int block = -1;
+    std::map<std::string, int> seen;
     for (const auto& child : upper.children) {
+      if (++seen[child] > 1) throw InputError(upper.where + ": Switches= lists " + child + " twice");
       const auto leaf = leaf_index.find(child);
-      if (leaf == leaf_index.end()) continue;  // a switch of a higher level (or one without nodes)
+      if (leaf == leaf_index.end()) {
+        if (upper_where.count(child)) continue;  // a switch of a higher level
+        throw InputError(upper.where + ": Switches= names " + child + ", which is no switch of the file (neither a SwitchName=... Nodes=... " +
+                         "leaf switch nor a SwitchName=... Switches=... line)");
+      }
       if (parent[leaf->second] >= 0) {
         throw InputError(upper.where + ": leaf switch " + child + " is already under " + t.block_names[parent[leaf->second]] +
                          " (a leaf switch sits under one switch of the level above)");

@@ -78,17 +78,25 @@ class Attributes {
     if (!numeric(*it->second, v) || !std::isfinite(v)) throw InputError(where_ + ": attribute " + name + ": expected a number");
     return v;
   }
+  /// A whole number within +-2^53 (an integer attribute, or a double that holds one); others are bad
+  /// input, before any cast (a fuzzed 1e300 would overflow it).
+  long long integer(const std::string& name, long long fallback) const {
+    if (!has(name)) return fallback;
+    const double v = number(name, 0);
+    if (std::fabs(v) > 9007199254740992.0 || v != std::floor(v)) {
+      std::ostringstream text;
+      text << v;
+      throw InputError(where_ + ": attribute " + name + ": " + text.str() + ": expected a whole number");
+    }
+    return static_cast<long long>(v);
+  }
   bool flag(const std::string& name) const { return number(name, 0) != 0; }
   std::string text(const std::string& name, const std::string& fallback) const {
     auto it = by_name_.find(name);
     if (it == by_name_.end()) return fallback;
     if (it->second->value_case() == pb::AttributeProto::kStringVal) return it->second->string_val();
     double v = 0;
-    if (numeric(*it->second, v)) {
-      std::ostringstream s;
-      s << static_cast<long long>(v);
-      return s.str();
-    }
+    if (numeric(*it->second, v)) return std::to_string(integer(name, 0));
     throw InputError(where_ + ": attribute " + name + ": expected a string");
   }
   std::vector<double> numbers(const std::string& name) const {
@@ -246,8 +254,8 @@ json read_chakra_trace(const std::string& path) {
       throw InputError(file + ": byte 0: not a Chakra GlobalMetadata message");
     }
     const Attributes meta_attrs(meta.attr(), file + ": GlobalMetadata");
-    if (meta_attrs.has("fmsim_world_size") && meta_attrs.number("fmsim_world_size", 0) != ranks) {
-      throw InputError(file + ": GlobalMetadata: fmsim_world_size " + std::to_string(static_cast<long long>(meta_attrs.number("fmsim_world_size", 0))) +
+    if (meta_attrs.has("fmsim_world_size") && meta_attrs.integer("fmsim_world_size", 0) != ranks) {
+      throw InputError(file + ": GlobalMetadata: fmsim_world_size " + std::to_string(meta_attrs.integer("fmsim_world_size", 0)) +
                        " but " + std::to_string(ranks) + " rank files " + r.prefix + ".0.et ... were found");
     }
     if (rank == 0) {
@@ -258,7 +266,9 @@ json read_chakra_trace(const std::string& path) {
         json rank_gpu = json::array();
         for (double g : gpus) {
           if (!std::isfinite(g) || g < 0 || g > 1e9 || g != std::floor(g)) {
-            throw InputError(file + ": GlobalMetadata: fmsim_rank_gpu " + std::to_string(g) + ": expected GPU indices from 0");
+            std::ostringstream text;
+            text << g;
+            throw InputError(file + ": GlobalMetadata: fmsim_rank_gpu " + text.str() + ": expected GPU indices from 0");
           }
           rank_gpu.push_back(static_cast<long long>(g));
         }
@@ -318,11 +328,11 @@ json read_chakra_trace(const std::string& path) {
             j["kernel"] = a.text("fmsim_kernel", "memory");
             const auto mnk = a.numbers("fmsim_gemm_mnk");
             if (!mnk.empty()) j["gemm_mnk"] = mnk;
-            if (a.has("fmsim_repeat")) j["repeat"] = static_cast<long long>(a.number("fmsim_repeat", 1));
+            if (a.has("fmsim_repeat")) j["repeat"] = a.integer("fmsim_repeat", 1);
             for (const char* flag : {"fp8", "fp4", "fp8_split_accumulator", "fp8_block_scaled"}) {
               if (a.flag(std::string("fmsim_") + flag)) j[flag] = true;
             }
-            if (a.has("fmsim_sms_taken")) j["sms_taken"] = static_cast<long long>(a.number("fmsim_sms_taken", 0));
+            if (a.has("fmsim_sms_taken")) j["sms_taken"] = a.integer("fmsim_sms_taken", 0);
             if (a.has("fmsim_attention_span")) j["attention_span"] = a.number("fmsim_attention_span", 0);
             if (a.has("fmsim_attention_kernel")) j["attention_kernel"] = a.text("fmsim_attention_kernel", "fused");
             if (a.has("fmsim_attention_head_dim")) j["attention_head_dim"] = a.number("fmsim_attention_head_dim", 0);
@@ -344,13 +354,14 @@ json read_chakra_trace(const std::string& path) {
         }
         case pb::COMM_COLL_NODE: {
           j["type"] = "COMM_COLL_NODE";
-          const double comm_type = a.number("comm_type", -1);
-          auto op = kCollectives.find(static_cast<int>(comm_type));
-          if (comm_type < 0 || op == kCollectives.end()) {
-            const std::string name = comm_type >= 0 && pb::CollectiveCommType_IsValid(static_cast<int>(comm_type))
+          const long long comm_type = a.integer("comm_type", -1);
+          const bool in_range = comm_type >= 0 && comm_type <= std::numeric_limits<int>::max();
+          auto op = in_range ? kCollectives.find(static_cast<int>(comm_type)) : kCollectives.end();
+          if (op == kCollectives.end()) {
+            const std::string name = in_range && pb::CollectiveCommType_IsValid(static_cast<int>(comm_type))
                                          ? pb::CollectiveCommType_Name(static_cast<pb::CollectiveCommType>(static_cast<int>(comm_type)))
                                          : "unknown";
-            throw InputError(where + ": comm_type " + (a.has("comm_type") ? std::to_string(static_cast<long long>(comm_type)) + " (" + name + ")" : "missing") +
+            throw InputError(where + ": comm_type " + (a.has("comm_type") ? std::to_string(comm_type) + " (" + name + ")" : "missing") +
                              ": fmsim replays ALL_REDUCE, REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER(_BLOCK) and BARRIER");
           }
           j["comm_type"] = op->second;
@@ -369,8 +380,8 @@ json read_chakra_trace(const std::string& path) {
           j["type"] = send ? "COMM_SEND_NODE" : "COMM_RECV_NODE";
           const char* peer_key = send ? "comm_dst" : "comm_src";
           if (!a.has(peer_key)) throw InputError(where + ": " + peer_key + " missing");
-          j[peer_key] = static_cast<long long>(a.number(peer_key, 0));
-          j["comm_tag"] = static_cast<long long>(a.number("comm_tag", 0));
+          j[peer_key] = a.integer(peer_key, 0);
+          j["comm_tag"] = a.integer("comm_tag", 0);
           const double size = a.number("fmsim_comm_size", a.number("comm_size", -1));
           if (size < 0) throw InputError(where + ": comm_size missing (or negative)");
           j["comm_size"] = size;

@@ -124,7 +124,14 @@ with tempfile.TemporaryDirectory() as tmp:
             if a.name == "comm_type":
                 a.int64_val = pb.GATHER
 
+    def huge_type(nodes):  # a double beyond any integer where a whole number is read (review of session 24)
+        for a in nodes[-2].attr:
+            if a.name == "comm_type":
+                a.ClearField("int64_val")
+                a.double_val = 1e300
+
     cases = [
+        (variant("hugetype", huge_type), ["hugetype.3.et", "comm_type", "1e+300", "expected a whole number"]),
         (variant("trunc", mutate_bytes=lambda d: d[:-7]), ["trunc.3.et", "truncated at byte"]),
         (variant("storage", set_type(pb.STORAGE_NODE)), ["storage.3.et", "node type 8 (STORAGE_NODE)", "not one fmsim replays"]),
         (variant("unknown", set_type(42)), ["unknown.3.et", "node type 42 (unknown)"]),

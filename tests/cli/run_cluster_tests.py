@@ -249,6 +249,19 @@ def a_block_request_places_a_job_under_one_upper_switch():
     expect_bad_input(["cluster", CLUSTER, odd_level, "--json", out], ["odd-level.jsonl:1", "topology_level", "rack", "group", "block"], out)
     twice = write(TMP, "twice.conf", "SwitchName=l1 Nodes=p[01-08]\nSwitchName=l2 Nodes=p[09-16]\nSwitchName=s1 Switches=l1\nSwitchName=s2 Switches=l[1-2]\n")
     expect_bad_input(["cluster", CLUSTER, whole, "--topology-conf", twice, "--json", out], ["twice.conf:4", "l1", "already under s1"], out)
+    # A misspelt, repeated or doubly defined switch is refused rather than dropping the level (review of session 24).
+    for name, text, expected in [
+            ("typo.conf", "SwitchName=l1 Nodes=p[01-08]\nSwitchName=l2 Nodes=p[09-16]\nSwitchName=s1 Switches=L[1-2]\n", ["typo.conf:3", "L1", "no switch of the file"]),
+            ("dup.conf", "SwitchName=l1 Nodes=p[01-08]\nSwitchName=l2 Nodes=p[09-16]\nSwitchName=s1 Switches=l1\nSwitchName=s1 Switches=l2\n",
+             ["dup.conf:4", "s1", "already defined at", "dup.conf:3"]),
+            ("repeat.conf", "SwitchName=l1 Nodes=p[01-08]\nSwitchName=l2 Nodes=p[09-16]\nSwitchName=s1 Switches=l1,l1\n", ["repeat.conf:3", "l1 twice"])]:
+        expect_bad_input(["cluster", CLUSTER, whole, "--topology-conf", write(TMP, name, text), "--json", out], expected, out)
+    # Hot spares are not placeable: a block of 12 nodes with 2 of them spares cannot hold a 12-node job.
+    uneven = write(TMP, "uneven-blocks.conf", "SwitchName=l1 Nodes=p[01-04]\nSwitchName=l2 Nodes=p[05-16]\nSwitchName=s1 Switches=l1\nSwitchName=s2 Switches=l2\n")
+    twelve = jobs_file("twelve.jsonl", [{"id": "t", "nodes": 12, "duration": "1h", "topology": "required", "topology_level": "block"}])
+    assert run_json("cluster", CLUSTER, twelve, "--topology-conf", uneven)["completed"] == 1
+    expect_bad_input(["cluster", CLUSTER, twelve, "--topology-conf", uneven, "--spares", "2", "--json", out],
+                     ["twelve.jsonl", "job t", "largest holds 10 besides the hot spares", "never start"], out)
 
 
 def kueue_yaml(name, queues, local=()):

@@ -289,6 +289,22 @@ TEST_CASE("a detected straggler is evicted: to repair, and its job goes on witho
   CHECK(r.evictions.size() == 1);
   CHECK(r.jobs[1].end_s == Approx(23600));
 
+  // With hot spares the evicted node's place goes to a spare under its own leaf switch first, as for a
+  // failure, so a job that required one switch stays under one (review of session 24). 16 nodes in two
+  // switches of 8, 9 spares (nodes 7-15: one under switch 0); the job takes nodes 0-3.
+  {
+    SimOptions spares;
+    spares.failures.straggler_nodes = {0};
+    spares.failures.straggler_detect_s = 600;
+    spares.failures.spare_nodes = 9;
+    std::vector<JobSpec> one = {job("r", 0, 4, 3600, 300)};
+    one[0].topology = TopologyRequest::required;
+    const auto rs = simulate_cluster(shape(16, 8), one, spares);
+    REQUIRE(rs.jobs[0].runs.size() == 2);
+    CHECK(rs.jobs[0].runs[1].nodes == std::vector<int>{7, 1, 2, 3});
+    CHECK(rs.jobs[0].spare_swaps == 1);
+  }
+
   // Random failures, spares, drawn stragglers and detection: time is conserved (rigid jobs: an elastic
   // one's shrunk runs take work / share, conserved in its own test).
   jobs.clear();

@@ -166,7 +166,7 @@ struct ClusterResult {
   int hangs = 0;                 ///< failures that hung a running job (watchdog)
   int software_restarts = 0;     ///< software failures: the job restarted on the same nodes
   int spare_swaps = 0;           ///< failed nodes replaced by a hot spare
-  int spares_exhausted = 0;      ///< hardware failures of a running job's node with no spare left
+  int spares_exhausted = 0;      ///< hardware failures (or straggler evictions) of a running job's node(s) with no spare left
   double spare_node_s = 0;       ///< node-seconds held as spares (their cost)
   std::vector<int> stragglers;   ///< the straggler nodes
   struct Eviction {
