@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   fmsim::cli::register_report(app, globals, action);
   fmsim::cli::register_cluster(app, globals, action);
   fmsim::cli::register_contention(app, globals, action);
+  fmsim::cli::register_validate(app, globals, action);
 
   try {
     app.parse(argc, argv);

@@ -39,5 +39,6 @@ void register_search(CLI::App& app, const GlobalOptions& globals, Action& action
 void register_report(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_cluster(CLI::App& app, const GlobalOptions& globals, Action& action);
 void register_contention(CLI::App& app, const GlobalOptions& globals, Action& action);
+void register_validate(CLI::App& app, const GlobalOptions& globals, Action& action);
 
 }  // namespace fmsim::cli
