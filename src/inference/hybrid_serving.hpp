@@ -14,8 +14,12 @@
 
 namespace fmsim::inference {
 
-/// The Mamba shape the per-rank formulas use at TP `tp`: vLLM's MambaMixer2 shards the groups over TP, or
-/// replicates a single group on every rank (n_groups = 1, as in Granite 4.0-H): then each rank computes
+/// vLLM's MambaMixer2 shards the Mamba groups over TP, or replicates a single group on every rank
+/// (n_groups = 1, as in Granite 4.0-H). Whether `tp` ranks replicate the model's single group.
+bool replicates_single_mamba_group(const workload::MambaShape& shape, int tp);
+/// Whether the engines can split `shape` over `tp` ranks: the heads, and the groups or a single replicated one.
+bool mamba_fits_tp(const workload::MambaShape& shape, int tp);
+/// The Mamba shape the per-rank formulas use at TP `tp`: with a replicated single group each rank computes
 /// as if the model had `tp` groups, one per rank.
 workload::MambaShape serving_mamba_shape(const workload::MambaShape& shape, int tp);
 

@@ -14,6 +14,7 @@
 #include "fmsim/inference/serving_constants.hpp"
 #include "fmsim/units/format.hpp"
 #include "fmsim/workload/scenario.hpp"
+#include "hybrid_serving.hpp"
 
 namespace fmsim::inference {
 namespace {
@@ -245,7 +246,7 @@ void validate_hybrid_pool(const PoolSpec& pool, const ServeScenario& s, const st
   const auto& m = s.model;
   const auto& mamba = m.hybrid.mamba;
   const std::string what = where + ": " + m.name + " is a hybrid Mamba/attention model";
-  if (mamba.heads % pool.tp != 0 || (mamba.groups % pool.tp != 0 && mamba.groups != 1)) {
+  if (!mamba_fits_tp(mamba, pool.tp)) {
     throw InputError(what + ": tensor_parallel_size = " + std::to_string(pool.tp) + " must divide its " + std::to_string(mamba.heads) +
                      " Mamba heads and " + std::to_string(mamba.groups) + " groups (the engines shard both over TP, or replicate a single group)");
   }
