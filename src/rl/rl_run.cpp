@@ -335,12 +335,9 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
         }
       }
       group.insert(group.end(), receivers.begin(), receivers.end());
-      double s_k = 0;
-      try {
-        s_k = even && group.size() > receivers.size() ? collective_s(cluster, group, collectives::Op::broadcast, shard_bytes) : chain_s(receivers);
-      } catch (const InputError&) {  // ranks spread unevenly over NVLink domains
-        s_k = chain_s(receivers);
-      }
+      // NCCL's broadcast where its communicator spans the domains evenly, else the chain.
+      const bool broadcast = even && group.size() > receivers.size() && collectives::spans_domains_evenly(cluster, group);
+      const double s_k = broadcast ? collective_s(cluster, group, collectives::Op::broadcast, shard_bytes) : chain_s(receivers);
       slowest = std::max(slowest, s_k);
     }
     result.phases.weight_sync_s = slowest;

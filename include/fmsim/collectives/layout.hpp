@@ -38,4 +38,8 @@ struct CommLayout {
 /// fall back to slower paths that fmsim does not model) or when a rank's GPU is repeated.
 CommLayout make_layout(const topology::ClusterGraph& cluster, std::vector<int> rank_gpu);
 
+/// Whether ranks on `rank_gpu` fill every NVLink domain they touch with the same number of ranks and
+/// nodes, the layouts make_layout accepts (a caller with another way to price the rest asks first).
+bool spans_domains_evenly(const topology::ClusterGraph& cluster, const std::vector<int>& rank_gpu);
+
 }  // namespace fmsim::collectives
