@@ -198,3 +198,18 @@ TEST_CASE("NVLS needs its efficiency in the catalog: without it the tuner leaves
   CHECK(row_at(layout, Op::all_reduce, 4 * kGiB).algorithm == Algorithm::ring);
   CHECK_THROWS_WITH(row_at(layout, Op::all_reduce, 4 * kGiB, Algorithm::nvls), Contains("no nvls_efficiency"));
 }
+
+TEST_CASE("a communicator spans NVLink domains evenly or make_layout refuses it", "[collectives][blackwell]") {
+  // 8 racks of 72 GB200: the GPUs of one rack, or 8 of each of two racks, are even; 72 of one rack and 1 of
+  // the next are not, and the predicate says so before make_layout would throw.
+  auto rack = fmsim::test::shipped_cluster("dgx-gb200-nvl72-8rack-ib.json");
+  std::vector<int> one_rack(72), two_racks, uneven(73);
+  for (int g = 0; g < 72; ++g) one_rack[g] = g;
+  for (int g = 0; g < 8; ++g) two_racks.insert(two_racks.end(), {g, 72 + g});
+  for (int g = 0; g < 73; ++g) uneven[g] = g;
+  CHECK(fmsim::collectives::spans_domains_evenly(rack, one_rack));
+  CHECK(fmsim::collectives::spans_domains_evenly(rack, two_racks));
+  CHECK_FALSE(fmsim::collectives::spans_domains_evenly(rack, uneven));
+  CHECK_NOTHROW(make_layout(rack, two_racks));
+  CHECK_THROWS_WITH(make_layout(rack, uneven), Catch::Contains("unevenly over NVLink domains"));
+}
