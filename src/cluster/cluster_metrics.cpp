@@ -38,6 +38,8 @@ std::string cluster_metrics(const ClusterRun& run, const report::MetricsOptions&
   w.family("fmsim_cluster_jobs", MetricType::gauge, "Jobs running and waiting (submitted, not running, not finished), per queue.");
   w.family("fmsim_cluster_jobs_completed", MetricType::counter, "Jobs finished.");
   w.family("fmsim_cluster_node_failures", MetricType::counter, "Node failures drawn by the failure model.");
+  const bool detecting = run.options.failures.straggler_detect_s > 0;
+  if (detecting) w.family("fmsim_cluster_straggler_evictions", MetricType::counter, "Straggler nodes detected in a job's placement and evicted to repair.");
   w.family("DCGM_FI_DEV_XID_ERRORS", MetricType::gauge, "XID of the failure that took the GPU's node down, while it is in repair; else 0.");
   w.family("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", MetricType::gauge, "Double-bit ECC errors of the GPU (HBM and SRAM failures), cumulative.");
 
@@ -83,7 +85,7 @@ std::string cluster_metrics(const ClusterRun& run, const report::MetricsOptions&
   const auto& causes = llama3_failure_causes();
   std::map<std::string, double> failed_by_category;  // every category from the start, so each series begins at 0
   for (const auto& c : causes) failed_by_category[c.category] = 0;
-  std::size_t failed = 0;
+  std::size_t failed = 0, evicted = 0;
   for (std::size_t k = 0; k < grid.t.size(); ++k) {
     const double t = grid.t[k];
     const std::size_t i = k == 0 ? 0 : k - 1;
@@ -101,6 +103,11 @@ std::string cluster_metrics(const ClusterRun& run, const report::MetricsOptions&
       ++failed_by_category[causes[r.failures[failed].cause].category];
     }
     for (const auto& [category, count] : failed_by_category) w.sample("fmsim_cluster_node_failures", {{"cause", category}}, t, count);
+    if (detecting) {
+      for (; evicted < r.evictions.size() && r.evictions[evicted].time_s - origin <= t + 1e-9; ++evicted) {
+      }
+      w.sample("fmsim_cluster_straggler_evictions", none, t, static_cast<double>(evicted));
+    }
   }
   // XID and ECC series only for GPUs a GPU-attributed failure hit (healthy GPUs would add only zeros).
   struct Hit {

@@ -436,6 +436,10 @@ def hangs_software_failures_spares_and_stragglers_follow_hand_worked_runs():
     assert abs(run_json("cluster", c8, seven, "--straggler-node", "0")["per_job"][0]["end_s"] - 11 * hour) < 1e-6
     text = run("cluster", c8, seven, "--straggler-node", "0", "--straggler-detect", "1h").stdout
     assert "stragglers: 1 nodes 10 % slower" in text and "1 evicted, each once a job had trained 1.0 h beside it" in text, text
+    metrics = os.path.join(TMP, "evict-metrics.txt")
+    run("cluster", c8, seven, "--straggler-node", "0", "--straggler-detect", "1h", "--metrics", metrics)
+    samples = [line for line in open(metrics) if line.startswith("fmsim_cluster_straggler_evictions_total")]
+    assert samples and samples[-1].split()[1] == "1" and samples[0].split()[1] == "0", samples[:2] + samples[-1:]
     timeline = os.path.join(TMP, "evict-timeline.json")
     run("cluster", c8, seven, "--straggler-node", "0", "--straggler-detect", "1h", "--timeline", timeline)
     assert any(e.get("name") == "straggler evicted (a)" and e.get("tid") == 0 for e in json.load(open(timeline))["traceEvents"])
