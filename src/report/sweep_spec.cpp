@@ -13,8 +13,10 @@ namespace {
 
 using ordered = nlohmann::ordered_json;
 
-/// Points in one sweep: each is a child process of seconds, so a million is already weeks of CPU.
-constexpr std::size_t kMaxPoints = 1000000;
+/// Points in one sweep: each is a child process of tenths of a second to seconds, so 100,000 is already
+/// hours to days of CPU (a larger study is several sweep files). A million let the grid's expansion
+/// alone take 14 s under AddressSanitizer at 280,000 points (fuzz_sweep's timeout, docs/robustness.md).
+constexpr std::size_t kMaxPoints = 100000;
 
 }  // namespace
 

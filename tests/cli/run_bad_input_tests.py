@@ -392,7 +392,7 @@ def check_sweep_merge_and_report_with_bad_files():
             (["check", utf8_name], "UTF-8"),
             (["check", "x" * 5000], "x" * 20),
             (["sweep", deep, "--out", out], "nested deeper"),
-            (["sweep", huge_grid, "--out", out], "more than 1000000 points"),
+            (["sweep", huge_grid, "--out", out], "more than 100000 points"),
             (["merge", deep_line, "--out", out], "sweep line"),
             (["run", deep, "--json", out], "nested deeper"),
             (["report", deep, "--html", out], "nested deeper"),
