@@ -170,9 +170,11 @@ int run_validate(const ValidateOptions& o) {
     const std::string md = read_text(out / (std::string(n) + ".md"));
     document += std::string(heading) + "\n\n" + md + "\n";
     if (bands) continue;
-    // Its summary: the group table (collectives: the one under "Summary per group"), RL's total line.
+    // Its summary: the group table (collectives: the one under "Summary per group"; training: by generation,
+    // model kind and workload, and its total line), RL's total line.
     const std::string table = std::strcmp(n, "rl") == 0          ? line_with(md, "rows: mean absolute error")
                               : std::strcmp(n, "collectives") == 0 ? summary_of(md.substr(std::min(md.size(), md.find("Summary per group"))), "| ")
+                              : std::strcmp(n, "training") == 0    ? summary_of(md, "| generation |") + line_with(md, "All simulated rows")
                                                                    : summary_of(md, "| group |");
     summary += std::string(n) + ":\n\n" + (table.empty() ? std::string("(see ") + n + ".md)\n" : table) + "\n";
   }
