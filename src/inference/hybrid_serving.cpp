@@ -7,12 +7,6 @@ namespace fmsim::inference {
 
 using workload::HybridLayer;
 
-bool replicates_single_mamba_group(const workload::MambaShape& shape, int tp) { return shape.groups == 1 && tp > 1; }
-
-bool mamba_fits_tp(const workload::MambaShape& shape, int tp) {
-  return shape.heads % tp == 0 && (shape.groups % tp == 0 || replicates_single_mamba_group(shape, tp));
-}
-
 workload::MambaShape serving_mamba_shape(const workload::MambaShape& shape, int tp) {
   workload::MambaShape s = shape;
   if (replicates_single_mamba_group(shape, tp)) s.groups = tp;

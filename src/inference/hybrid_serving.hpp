@@ -16,9 +16,12 @@ namespace fmsim::inference {
 
 /// vLLM's MambaMixer2 shards the Mamba groups over TP, or replicates a single group on every rank
 /// (n_groups = 1, as in Granite 4.0-H). Whether `tp` ranks replicate the model's single group.
-bool replicates_single_mamba_group(const workload::MambaShape& shape, int tp);
+/// (Inline: the scenario reader uses them without the rest of this file, as the fuzz targets link it.)
+inline bool replicates_single_mamba_group(const workload::MambaShape& shape, int tp) { return shape.groups == 1 && tp > 1; }
 /// Whether the engines can split `shape` over `tp` ranks: the heads, and the groups or a single replicated one.
-bool mamba_fits_tp(const workload::MambaShape& shape, int tp);
+inline bool mamba_fits_tp(const workload::MambaShape& shape, int tp) {
+  return shape.heads % tp == 0 && (shape.groups % tp == 0 || replicates_single_mamba_group(shape, tp));
+}
 /// The Mamba shape the per-rank formulas use at TP `tp`: with a replicated single group each rank computes
 /// as if the model had `tp` groups, one per rank.
 workload::MambaShape serving_mamba_shape(const workload::MambaShape& shape, int tp);
