@@ -56,7 +56,11 @@ double slurm_duration(const std::string& text) {
     const auto colon = rest.find(':', start);
     const std::string piece = rest.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     if (piece.empty() || piece.find_first_not_of("0123456789.") != std::string::npos) return -1;
-    parts.push_back(std::stod(piece));
+    try {  // "..." passes the character check but is no number (a fuzzed sacct line)
+      parts.push_back(std::stod(piece));
+    } catch (const std::exception&) {
+      return -1;
+    }
     if (colon == std::string::npos) break;
     start = colon + 1;
   }
