@@ -50,6 +50,13 @@ double time_option(const std::string& flag, const std::string& text) {
   return s;
 }
 
+/// `text` as an index from 0 to count - 1 (a node or a placement group); -1 when it is not one.
+long index_below(const std::string& text, long count) {
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  return text.empty() || *end != '\0' || value < 0 || value >= count ? -1 : value;
+}
+
 int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   const auto started = std::chrono::steady_clock::now();
   const report::MetricsOptions metrics_opts = metrics_options(o.metrics);
@@ -118,9 +125,8 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
     // NODE@TIME[:KIND]: node index, a time of the trace and the failure's kind ("17@6h", "3@2h:hang").
     const auto at = text.find('@');
     const auto colon = text.find(':', at == std::string::npos ? 0 : at);
-    char* end = nullptr;
-    const long node = at == std::string::npos ? -1 : std::strtol(text.substr(0, at).c_str(), &end, 10);
-    if (at == std::string::npos || at == 0 || *end != '\0' || node < 0 || node >= spec.nodes) {
+    const long node = at == std::string::npos ? -1 : index_below(text.substr(0, at), spec.nodes);
+    if (node < 0) {
       throw InputError("--fail-node '" + text + "': expected NODE@TIME[:KIND] with NODE from 0 to " + std::to_string(spec.nodes - 1) +
                        ", like 3@6h or 3@6h:hang");
     }
@@ -147,9 +153,8 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   for (const auto& text : o.fail_groups) {
     // GROUP@TIME: a placement group's index and a time of the trace ("2@6h").
     const auto at = text.find('@');
-    char* end = nullptr;
-    const long group = at == std::string::npos ? -1 : std::strtol(text.substr(0, at).c_str(), &end, 10);
-    if (at == std::string::npos || at == 0 || *end != '\0' || group < 0 || group >= groups) {
+    const long group = at == std::string::npos ? -1 : index_below(text.substr(0, at), groups);
+    if (group < 0) {
       throw InputError("--fail-group '" + text + "': expected GROUP@TIME with GROUP a " + group_word + " from 0 to " + std::to_string(groups - 1) +
                        ", like 2@6h");
     }
@@ -173,9 +178,8 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   run.options.failures.straggler_fraction = o.straggler_fraction;
   run.options.failures.straggler_slowdown = o.straggler_slowdown;
   for (const auto& text : o.straggler_nodes) {
-    char* end = nullptr;
-    const long node = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || node < 0 || node >= spec.nodes) {
+    const long node = index_below(text, spec.nodes);
+    if (node < 0) {
       throw InputError("--straggler-node '" + text + "': expected a node index from 0 to " + std::to_string(spec.nodes - 1));
     }
     run.options.failures.straggler_nodes.push_back(static_cast<int>(node));

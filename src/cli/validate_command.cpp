@@ -124,8 +124,9 @@ int run_validate(const ValidateOptions& o) {
     if (c == std::end(kCategories)) throw InputError("--only '" + o.only + "': '" + name + "': expected a comma-separated list of collectives, serving, training, rl");
     if (std::find(chosen.begin(), chosen.end(), c) == chosen.end()) chosen.push_back(c);
   }
-  const auto chosen_name = [&](const char* n) { return std::any_of(chosen.begin(), chosen.end(), [&](const Category* c) { return std::strcmp(c->name, n) == 0; }); };
-  if (!o.bands.empty() && !(chosen_name("collectives") && chosen_name("serving") && chosen_name("training"))) {
+  const auto includes = [&](const char* n) { return std::any_of(chosen.begin(), chosen.end(), [&](const Category* c) { return std::strcmp(c->name, n) == 0; }); };
+  const bool bands = includes("collectives") && includes("serving") && includes("training");  // what the bands need
+  if (!o.bands.empty() && !bands) {
     throw InputError("--bands needs the collectives, serving and training categories (--only '" + o.only + "' leaves one out)");
   }
   const std::string measurements =
@@ -148,8 +149,6 @@ int run_validate(const ValidateOptions& o) {
     if (status == 127) throw InputError("fmsim validate needs python3 to run " + std::string(c->script) + " (make test-deps installs it)");
     if (status != 0) throw InternalError(std::string(c->script) + " failed (exit " + std::to_string(status) + "); its messages are above");
   }
-  const auto& ran = chosen_name;
-  const bool bands = ran("collectives") && ran("serving") && ran("training");
   if (bands) {
     const std::string bands_file = o.bands.empty() ? (out / "error_bands.json").string() : o.bands;
     const int status = run_program({"python3", (scripts / "error_bands.py").string(), "--training", (out / "training.json").string(),
@@ -166,7 +165,7 @@ int run_validate(const ValidateOptions& o) {
   const std::pair<const char*, const char*> parts[] = {
       {"collectives", "## Collectives"}, {"training", "## Training throughput"}, {"serving", "## Serving"}, {"rl", "## RL post-training (held out: NeMo RL's published step times)"}};
   for (const auto& [n, heading] : parts) {
-    if (!ran(n)) continue;
+    if (!includes(n)) continue;
     const std::string md = read_text(out / (std::string(n) + ".md"));
     document += std::string(heading) + "\n\n" + md + "\n";
     if (bands) continue;

@@ -104,8 +104,7 @@ std::string cluster_metrics(const ClusterRun& run, const report::MetricsOptions&
     }
     for (const auto& [category, count] : failed_by_category) w.sample("fmsim_cluster_node_failures", {{"cause", category}}, t, count);
     if (detecting) {
-      for (; evicted < r.evictions.size() && r.evictions[evicted].time_s - origin <= t + 1e-9; ++evicted) {
-      }
+      while (evicted < r.evictions.size() && r.evictions[evicted].time_s - origin <= t + 1e-9) ++evicted;
       w.sample("fmsim_cluster_straggler_evictions", none, t, static_cast<double>(evicted));
     }
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -77,6 +78,60 @@ void expand_one(const std::string& name, std::vector<std::string>& out, std::siz
   }
 }
 
+/// A `SwitchName=U Switches=LIST` line: a switch above others, resolved once every leaf switch is known.
+struct UpperSwitch {
+  std::string name, where;
+  std::vector<std::string> children;
+};
+
+/// The block level of a topology/tree file: the switches directly above the leaf switches. Every switch a
+/// Switches= list names is a leaf switch or another upper switch of the file (a misspelt name would drop
+/// the level silently); a leaf switch under none of them is a block of its own.
+void set_block_level(SlurmTopology& t, const std::vector<UpperSwitch>& uppers) {
+  std::map<std::string, int> leaf_index;
+  for (std::size_t g = 0; g < t.group_names.size(); ++g) leaf_index[t.group_names[g]] = static_cast<int>(g);
+  std::map<std::string, std::string> upper_where;
+  for (const auto& upper : uppers) {
+    if (leaf_index.count(upper.name) || upper_where.count(upper.name)) {
+      throw InputError(upper.where + ": SwitchName=" + upper.name + " is already defined" +
+                       (upper_where.count(upper.name) ? " at " + upper_where[upper.name] : " as a leaf switch") + " (one line per switch)");
+    }
+    upper_where[upper.name] = upper.where;
+  }
+  std::vector<int> parent(t.group_names.size(), -1);
+  for (const auto& upper : uppers) {
+    int block = -1;
+    std::set<std::string> seen;
+    for (const auto& child : upper.children) {
+      if (!seen.insert(child).second) throw InputError(upper.where + ": Switches= lists " + child + " twice");
+      const auto leaf = leaf_index.find(child);
+      if (leaf == leaf_index.end()) {
+        if (upper_where.count(child)) continue;  // a switch of a higher level
+        throw InputError(upper.where + ": Switches= names " + child + ", which is no switch of the file (neither a SwitchName=... Nodes=... " +
+                         "leaf switch nor a SwitchName=... Switches=... line)");
+      }
+      if (parent[leaf->second] >= 0) {
+        throw InputError(upper.where + ": leaf switch " + child + " is already under " + t.block_names[parent[leaf->second]] +
+                         " (a leaf switch sits under one switch of the level above)");
+      }
+      if (block < 0) {
+        block = static_cast<int>(t.block_names.size());
+        t.block_names.push_back(upper.name);
+      }
+      parent[leaf->second] = block;
+    }
+  }
+  if (!t.block_names.empty()) {
+    for (std::size_t g = 0; g < parent.size(); ++g) {
+      if (parent[g] < 0) {  // no switch above it: a block of its own
+        parent[g] = static_cast<int>(t.block_names.size());
+        t.block_names.push_back(t.group_names[g]);
+      }
+    }
+    t.group_block = std::move(parent);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> expand_hostlist(const std::string& hostlist, std::size_t max_hosts) {
@@ -94,11 +149,7 @@ SlurmTopology read_topology_conf(const std::filesystem::path& path, int cluster_
   std::map<std::string, int> index_of;
   std::string line;
   int number = 0;
-  struct Upper {
-    std::string name, where;
-    std::vector<std::string> children;
-  };
-  std::vector<Upper> uppers;  // SwitchName=U Switches=... lines, resolved once every leaf switch is known
+  std::vector<UpperSwitch> uppers;  // SwitchName=U Switches=... lines, resolved once every leaf switch is known
   while (std::getline(in, line)) {
     ++number;
     const std::string where = path.string() + ":" + std::to_string(number);
@@ -125,7 +176,7 @@ SlurmTopology read_topology_conf(const std::filesystem::path& path, int cluster_
           }
         }
         if (fields["SwitchName"].empty()) throw InputError(where + ": SwitchName is empty");
-        Upper upper{fields["SwitchName"], where, {}};
+        UpperSwitch upper{fields["SwitchName"], where, {}};
         try {  // no more switch names than the cluster has nodes (each leaf switch holds one at least)
           upper.children = expand_hostlist(fields["Switches"], static_cast<std::size_t>(std::max(0, cluster_nodes)));
         } catch (const std::invalid_argument& error) {
@@ -175,50 +226,7 @@ SlurmTopology read_topology_conf(const std::filesystem::path& path, int cluster_
   if (t.plugin == "block" && !uppers.empty()) {
     throw InputError(uppers.front().where + ": a SwitchName=... Switches=... line in a topology/block file (one topology plugin per file)");
   }
-  // The block level: the switches directly above the leaf switches. Every switch a Switches= list names
-  // is a leaf switch or another upper switch of the file (a misspelt name would drop the level silently).
-  std::map<std::string, int> leaf_index;
-  for (std::size_t g = 0; g < t.group_names.size(); ++g) leaf_index[t.group_names[g]] = static_cast<int>(g);
-  std::map<std::string, std::string> upper_where;
-  for (const auto& upper : uppers) {
-    if (leaf_index.count(upper.name) || upper_where.count(upper.name)) {
-      throw InputError(upper.where + ": SwitchName=" + upper.name + " is already defined" +
-                       (upper_where.count(upper.name) ? " at " + upper_where[upper.name] : " as a leaf switch") + " (one line per switch)");
-    }
-    upper_where[upper.name] = upper.where;
-  }
-  std::vector<int> parent(t.group_names.size(), -1);
-  for (const auto& upper : uppers) {
-    int block = -1;
-    std::map<std::string, int> seen;
-    for (const auto& child : upper.children) {
-      if (++seen[child] > 1) throw InputError(upper.where + ": Switches= lists " + child + " twice");
-      const auto leaf = leaf_index.find(child);
-      if (leaf == leaf_index.end()) {
-        if (upper_where.count(child)) continue;  // a switch of a higher level
-        throw InputError(upper.where + ": Switches= names " + child + ", which is no switch of the file (neither a SwitchName=... Nodes=... " +
-                         "leaf switch nor a SwitchName=... Switches=... line)");
-      }
-      if (parent[leaf->second] >= 0) {
-        throw InputError(upper.where + ": leaf switch " + child + " is already under " + t.block_names[parent[leaf->second]] +
-                         " (a leaf switch sits under one switch of the level above)");
-      }
-      if (block < 0) {
-        block = static_cast<int>(t.block_names.size());
-        t.block_names.push_back(upper.name);
-      }
-      parent[leaf->second] = block;
-    }
-  }
-  if (!t.block_names.empty()) {
-    for (std::size_t g = 0; g < parent.size(); ++g) {
-      if (parent[g] < 0) {  // no switch above it: a block of its own
-        parent[g] = static_cast<int>(t.block_names.size());
-        t.block_names.push_back(t.group_names[g]);
-      }
-    }
-    t.group_block = std::move(parent);
-  }
+  set_block_level(t, uppers);
   if (static_cast<int>(t.node_names.size()) != cluster_nodes) {
     throw InputError(path.string() + ": places " + std::to_string(t.node_names.size()) + " nodes but the cluster has " +
                      std::to_string(cluster_nodes) + " (every node under one leaf switch or in one block)");

@@ -282,19 +282,19 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   // Weight transfer: each rollout GPU receives a BF16 copy of the policy, whole tensors that it slices
   // (weight_sync full: NeMo RL, veRL, OpenRLHF), or only its shard (1 / (TP x PP); sharded).
   result.weight_bytes = weight_sync_bytes(parameters);
-  const double shard_bytes = spec.weight_sync == WeightSync::full ? result.weight_bytes : result.weight_bytes / per_replica;
+  const double received_bytes = spec.weight_sync == WeightSync::full ? result.weight_bytes : result.weight_bytes / per_replica;
   const int gpus_per_node = whole.gpus_per_node;
   if (spec.placement == Placement::colocated) {
-    // Resharding in place: the shard is gathered from the trainer's ranks that hold one full copy
+    // Resharding in place: each GPU's bytes are gathered from the trainer's ranks that hold one full copy
     // between them (TP x PP x CP for the dense weights, and the expert-parallel group for the experts:
     // TP x PP x CP x EP GPUs of the trainer's first placement), then loaded into the engine.
     const int holders = std::min(result.trainer_gpus, model_parallel * std::max(1, int_in(par, "expert_model_parallel_size", 1)));
     if (holders > 1) {
       std::vector<int> group(trainer_gpus.begin(), trainer_gpus.begin() + std::min<std::size_t>(holders, trainer_gpus.size()));
-      result.phases.weight_sync_s = collective_s(trainer_cluster, group, collectives::Op::all_gather, shard_bytes);
+      result.phases.weight_sync_s = collective_s(trainer_cluster, group, collectives::Op::all_gather, received_bytes);
     }
   } else {
-    // The trainer broadcasts shard k to GPU k of every rollout replica; the shards go at once, on
+    // The trainer broadcasts GPU k's bytes (shard k, or every tensor) to GPU k of every rollout replica, all at once, on
     // different rails. The trainer's first NVLink domain takes part with as many GPUs as the rollout
     // has in each of its domains (at the same local positions, each holding the weights), as NCCL's
     // communicators need the same rank count in every domain.
@@ -317,7 +317,7 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
                                        [&](int gpu) { return cluster.domain_of_node(cluster.node_of_gpu(gpu)) != sender_domain; });
       const double link_Bps = crosses ? whole.rail_bandwidth_Bps() : whole.gpu.nvlink_bandwidth_per_direction_Bps;
       const double latency_s = crosses ? whole.network.message_latency_s : whole.nvlink.message_latency_s;
-      return static_cast<double>(receivers.size()) * latency_s + shard_bytes / link_Bps;
+      return static_cast<double>(receivers.size()) * latency_s + received_bytes / link_Bps;
     };
     double slowest = 0;
     for (int k = 0; k < per_replica; ++k) {
@@ -337,7 +337,7 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
       group.insert(group.end(), receivers.begin(), receivers.end());
       // NCCL's broadcast where its communicator spans the domains evenly, else the chain.
       const bool broadcast = even && group.size() > receivers.size() && collectives::spans_domains_evenly(cluster, group);
-      const double s_k = broadcast ? collective_s(cluster, group, collectives::Op::broadcast, shard_bytes) : chain_s(receivers);
+      const double s_k = broadcast ? collective_s(cluster, group, collectives::Op::broadcast, received_bytes) : chain_s(receivers);
       slowest = std::max(slowest, s_k);
     }
     result.phases.weight_sync_s = slowest;
