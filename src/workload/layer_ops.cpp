@@ -89,7 +89,7 @@ int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, int layer, co
     chunks = comm_first || fp8 ? p.tp : 4;
     if (!comm_first) exposed = 1.0 / chunks;
   }
-  int gemm = w.gemm(rank, g.name, g.m / chunks, g.n, g.k, fp8, after_of(after), chunks, compute::kOverlapCommSms);
+  int gemm = w.gemm(rank, g.name, g.m / chunks, g.n, g.k, fp8, after_of(after), chunks, compute::kOverlapCommSms, 1);
   int comm = w.collective(rank, c.tp, "tp", Category::tp_comm, op, bytes * (1 - exposed), comm_name, after_of(after));
   std::vector<int> both{gemm};
   if (comm != after) both.push_back(comm);

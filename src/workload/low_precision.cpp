@@ -32,6 +32,13 @@ double quantize_bytes_per_element(const TrainingOptions& t) {
   return 4.0;
 }
 
+double weight_cast_bytes_per_element(const TrainingOptions& t, int sm_version, bool first_microbatch) {
+  if (t.precision == Precision::bf16 || !(first_microbatch || t.disable_parameter_transpose_cache)) return 0.0;
+  if (!t.fp8_param_gather) return quantize_bytes_per_element(t);
+  const bool non_tn_fp8_gemm = (sm_version >= 100 && sm_version < 120) || sm_version >= 130;
+  return non_tn_fp8_gemm ? 0.0 : 2.0;
+}
+
 double saved_gemm_input_bytes(const TrainingOptions& t) {
   switch (t.precision) {
     case Precision::bf16: return 2.0;

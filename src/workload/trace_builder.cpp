@@ -137,7 +137,22 @@ class RankBuilder {
   detail::LayerPieces forward_layer(Pass& f, int i) {
     const int layer = f.begin + i;
     f.node = dp_.deepspeed() ? dp_.gather_tensors(layer, f.node) : dp_.wait_for_bucket(f.gathers, layer, f.node, true);
-    return detail::layer_forward_pieces(w_, rank_, c_, layer);
+    return casting_weights(detail::layer_forward_pieces(w_, rank_, c_, layer), f.microbatch == 0);
+  }
+  /// The pieces, emitting with TraceWriter::weight_cast_bytes of a pass that is (or not) the chunk's
+  /// first micro-batch (forward and backward pieces of different passes interleave under combined 1F1B,
+  /// so each piece sets it for itself).
+  detail::LayerPieces casting_weights(detail::LayerPieces pieces, bool first_microbatch) {
+    const double bytes = weight_cast_bytes_per_element(w_.s.training, w_.s.cluster.gpu.sm_version, first_microbatch);
+    for (auto& piece : pieces) {
+      piece.emit = [&w = w_, bytes, emit = std::move(piece.emit)](int after) {
+        w.weight_cast_bytes = bytes;
+        const int node = emit(after);
+        w.weight_cast_bytes = 0;
+        return node;
+      };
+    }
+    return pieces;
   }
   void forward_finish(Pass& f) {
     if (stages_[f.stage].mtp > 0) f.node = detail::mtp_forward(w_, rank_, c_, stages_[f.stage].mtp, f.node);
@@ -181,7 +196,8 @@ class RankBuilder {
     const int layer = b.end - 1 - i;
     if (dp_.deepspeed()) b.node = dp_.gather_tensors(layer, b.node);
     else if (dp_.zero3()) b.node = dp_.wait_for_bucket(b.gathers, layer, b.node, false);
-    auto pieces = detail::layer_backward_pieces(w_, rank_, c_, layer);
+    // Recomputed forward GEMMs find the step's cached weights, unless caching is off.
+    auto pieces = casting_weights(detail::layer_backward_pieces(w_, rank_, c_, layer), false);
     if (dp_.deepspeed() && w_.s.training.recompute == Recompute::full) {
       // Parameters released between the recomputed forward and their backward are gathered again.
       auto at = std::find_if(pieces.begin(), pieces.end(), [](const detail::LayerPiece& p) { return p.role == detail::PieceRole::attention; });

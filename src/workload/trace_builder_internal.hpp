@@ -31,6 +31,10 @@ class TraceWriter {
   /// SMs that communication kernels running beside the compute now being emitted hold (the EP
   /// all-to-alls of combined 1F1B); every compute node emitted meanwhile runs on the rest.
   int sms_beside_comm = 0;
+  /// Set while the builder emits the pieces of a pass in which Transformer Engine makes the quantized
+  /// copies of the weights: the bytes per weight element (low_precision.hpp weight_cast_bytes_per_element)
+  /// each low-precision forward GEMM then also moves.
+  double weight_cast_bytes = 0;
 
   /// LoRA: the base weights are frozen, so no weight-gradient GEMM runs but the adapters' ("lora.*").
   bool frozen_base() const { return s.training.fine_tuning.frozen_base(); }
@@ -44,8 +48,10 @@ class TraceWriter {
   /// A collective node (skipped, returning `after`, when the communicator has one rank).
   int collective(int rank, int comm, const std::string& stream, Category category, collectives::Op op, double bytes,
                  const std::string& name, std::vector<int> deps);
+  /// `repeat` GEMMs of m x n x k; `weights` of them distinct (a MoE layer's experts: all; the row chunks
+  /// of a TP-overlapped GEMM share one), what a weight cast quantizes; 0 = `repeat`.
   int gemm(int rank, const std::string& name, double m, double n, double k, bool fp8, std::vector<int> deps,
-           int repeat = 1, int sms_taken = 0);
+           int repeat = 1, int sms_taken = 0, int weights = 0);
   int memory(int rank, const std::string& name, double bytes, std::vector<int> deps);
 
  private:

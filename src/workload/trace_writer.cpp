@@ -63,7 +63,7 @@ int TraceWriter::collective(int rank, int comm_id, const std::string& stream, Ca
 }
 
 int TraceWriter::gemm(int rank, const std::string& name, double m, double n, double k, bool fp8, std::vector<int> deps,
-                      int repeat, int sms_taken) {
+                      int repeat, int sms_taken, int weights) {
   if (skips_gemm(name)) return deps.size() == 1 ? deps.front() : memory(rank, name + ".frozen", 0, std::move(deps));
   TraceNode node = compute(rank, name, Kernel::gemm);
   node.m = m;
@@ -82,6 +82,9 @@ int TraceWriter::gemm(int rank, const std::string& name, double m, double n, dou
   };
   const bool wgrad = ends_with(".wgrad");
   if (low && !wgrad) node.bytes = quantize_bytes_per_element(s.training) * m * k * repeat;
+  // The chunk's first micro-batch of the step (every one under disable_parameter_transpose_cache): a
+  // forward GEMM also makes its weight's (n x k per distinct weight) quantized copies.
+  if (low && !wgrad && !ends_with(".dgrad")) node.bytes += weight_cast_bytes * n * k * (weights > 0 ? weights : repeat);
   // Transformer Engine runs the backward FP8 GEMMs with the split (FP32-promoting) accumulator and the
   // forward ones with fast accumulation (recipe MMParams: fprop False, dgrad and wgrad True).
   node.fp8_split_accumulator = node.fp8 && (wgrad || ends_with(".dgrad"));

@@ -6,6 +6,10 @@
 
 #include "fmsim/common/error.hpp"
 #include "fmsim/compute/compute_model.hpp"
+#include "fmsim/topology/cluster_graph.hpp"
+#include "fmsim/topology/placement.hpp"
+#include "fmsim/training/step_simulation.hpp"
+#include "fmsim/workload/low_precision.hpp"
 #include "fmsim/workload/memory.hpp"
 #include "fmsim/workload/pipeline_schedule.hpp"
 #include "fmsim/workload/trace_builder.hpp"
@@ -488,17 +492,81 @@ TEST_CASE("first_last_layers_bf16 runs the first and last layers' GEMMs in BF16;
   CHECK(activation_bytes_per_layer(ends, 0) > activation_bytes_per_layer(ends, 1));
   CHECK(activation_bytes_per_layer(ends, 1) == Approx(activation_bytes_per_layer(make_scenario(par, fp8, model, 1), 1)));
   // Quantizing a GEMM input: current (tensorwise) scaling reads it once more for the amax than delayed
-  // scaling: 6 against 4 bytes per element.
+  // scaling: 6 against 4 bytes per element. (The last micro-batch's QKV: the first one also quantizes
+  // the weight, see the next test.)
   auto qkv_bytes = [&](const nlohmann::json& training) {
+    double bytes = 0;
     for (const auto& n : trace_of(training).nodes) {
-      if (n.name == "qkv") return n.bytes / (n.m * n.k);
+      if (n.name == "qkv") bytes = n.bytes / (n.m * n.k);
     }
-    return 0.0;
+    return bytes;
   };
   nlohmann::json delayed = fp8;
   delayed["fp8_recipe"] = "delayed";
   CHECK(qkv_bytes(fp8) == Approx(6.0));
   CHECK(qkv_bytes(delayed) == Approx(4.0));
+}
+
+TEST_CASE("Transformer Engine quantizes the FP8 weights once per step, or at every micro-batch without the transpose cache",
+          "[workload]") {
+  const int microbatches = 3;
+  const nlohmann::json model{{"base", "llama3-8b"}, {"num_hidden_layers", 2}};
+  const nlohmann::json par{{"global_batch_size", 8 * microbatches}};
+  // Llama 3 8B's QKV weight: (4096 + 2 x 8 x 128) x 4096 elements; its input 2048 tokens x 4096.
+  const double weight = (4096.0 + 2 * 8 * 128) * 4096, input = 2048.0 * 4096;
+  auto qkv_bytes = [&](const nlohmann::json& training) {
+    std::vector<int> rank_gpu(8);
+    for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+    std::vector<double> bytes;  // the forward QKV of layer 0 in each micro-batch (layers 0, 1 in trace order)
+    int seen = 0;
+    for (const auto& n : build_trace(make_scenario(par, training, model, 1), rank_gpu, false).nodes) {
+      if (n.rank == 0 && n.name == "qkv" && seen++ % 2 == 0) bytes.push_back(n.bytes);
+    }
+    return bytes;
+  };
+  const nlohmann::json fp8{{"seq_length", 2048}, {"precision", "fp8"}};
+  // Cached: the first micro-batch quantizes input and weight (6 bytes per element under current scaling),
+  // the others only their input.
+  auto cached = qkv_bytes(fp8);
+  REQUIRE(cached.size() == microbatches);
+  CHECK(cached[0] == Approx(6.0 * (input + weight)));
+  for (int mb = 1; mb < microbatches; ++mb) CHECK(cached[mb] == Approx(6.0 * input));
+  // disable_parameter_transpose_cache: every micro-batch quantizes the weight again.
+  nlohmann::json uncached = fp8;
+  uncached["disable_parameter_transpose_cache"] = true;
+  for (double b : qkv_bytes(uncached)) CHECK(b == Approx(6.0 * (input + weight)));
+  // FP8 parameters are FP8 already: on Hopper only the transpose for the data-gradient GEMM (read 1 +
+  // write 1 byte per element); Blackwell's FP8 GEMMs take non-TN layouts and need none. BF16: no cast.
+  nlohmann::json fp8_params = uncached;
+  fp8_params["fp8_param_gather"] = true;
+  for (double b : qkv_bytes(fp8_params)) CHECK(b == Approx(6.0 * input + 2.0 * weight));
+  const Scenario with_fp8_params = make_scenario(par, fp8_params, model, 1);
+  CHECK(weight_cast_bytes_per_element(with_fp8_params.training, 90, false) == 2.0);
+  CHECK(weight_cast_bytes_per_element(with_fp8_params.training, 100, false) == 0.0);
+  CHECK(weight_cast_bytes_per_element(with_fp8_params.training, 103, true) == 0.0);
+  nlohmann::json bf16 = uncached;
+  bf16["precision"] = "bf16";
+  for (double b : qkv_bytes(bf16)) CHECK(b == 0.0);
+  // Under TP comm overlap the GEMM runs in row chunks that share the weight: its TP shard is cast once.
+  const nlohmann::json tp2{{"global_batch_size", 4 * microbatches}, {"tensor_model_parallel_size", 2}, {"sequence_parallel", true}};
+  nlohmann::json overlapped = fp8;
+  overlapped["tp_comm_overlap"] = true;
+  std::vector<int> rank_gpu(8);
+  for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+  for (const auto& n : build_trace(make_scenario(tp2, overlapped, model, 1), rank_gpu, false).nodes) {
+    if (n.rank != 0 || n.name != "qkv") continue;
+    REQUIRE(n.repeat == 2);
+    CHECK(n.bytes == Approx(6.0 * (input + weight / 2)));
+    break;
+  }
+  // The casts cost time: the step without the cache is longer.
+  auto step_s = [&](const nlohmann::json& training) {
+    const Scenario s = make_scenario(par, training, model, 1);
+    const auto cluster = topology::build_cluster_graph(s.cluster);
+    return training::simulate_step(build_trace(s, topology::place_ranks(cluster, s.parallelism.world(), s.placement, s.seed), false), cluster)
+        .step_time_s;
+  };
+  CHECK(step_s(uncached) > step_s(fp8));
 }
 
 TEST_CASE("FP8 recipe and MoE dispatcher options are checked", "[workload]") {

@@ -10,6 +10,16 @@ namespace fmsim::workload {
 /// forward or data-gradient GEMM and the column-wise copy for the weight-gradient GEMM, with scales).
 double quantize_bytes_per_element(const TrainingOptions& training);
 
+/// HBM bytes per weight element that Transformer Engine moves to make the quantized copies of a
+/// low-precision GEMM weight in a pass of one micro-batch through a model chunk (0: none made). With
+/// cached copies (Megatron passes is_first_microbatch) it makes them once per step, at the chunk's first
+/// micro-batch; under disable_parameter_transpose_cache (is_first_microbatch = None) at every call. BF16
+/// weights are quantized as an input is (quantize_bytes_per_element). FP8 parameters (fp8_param_gather)
+/// are FP8 already and only need their transpose for the data-gradient GEMM where the GPU's FP8 GEMMs
+/// take the TN layout alone (Hopper: read 1 + write 1 byte); Blackwell runs non-TN FP8 GEMMs and needs
+/// none (TE v2.9 quantizer.cpp, nvte_is_non_tn_fp8_gemm_supported: sm 10.x and 13+).
+double weight_cast_bytes_per_element(const TrainingOptions& training, int sm_version, bool first_microbatch);
+
 /// Bytes per element of a GEMM input that a layer running its GEMMs in low precision keeps for the
 /// backward pass (the quantized copy, with scales); 2 for BF16.
 double saved_gemm_input_bytes(const TrainingOptions& training);

@@ -117,6 +117,12 @@ struct TrainingOptions {
   CudaGraphScope cuda_graphs;
   bool grad_reduce_in_fp32 = false;
   bool fp8_param_gather = false;
+  /// Megatron disable_parameter_transpose_cache: Transformer Engine gets is_first_microbatch = None and
+  /// quantizes every low-precision GEMM weight at each call instead of once per step (the weight-cast
+  /// traffic, low_precision.hpp weight_cast_elements). Megatron-Bridge's Llama 3 SFT and LoRA
+  /// performance recipes set it (scripts/performance/configs/llama/llama3_llm_finetune.py,
+  /// set_llama3_common_peft_configs, v0.2.0-v0.5.0).
+  bool disable_parameter_transpose_cache = false;
   double bucket_params = 0;        ///< DDP bucket size in parameters; 0 = Megatron's default max(4e7, 1e6 dp)
   double total_tokens = 0;         ///< the whole run, for time/cost to train and goodput; 0 = not given
   long long train_iters = 0;       ///< the whole run in steps (Megatron --train-iters); 0 = not given
