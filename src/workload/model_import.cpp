@@ -155,6 +155,7 @@ ModelSpec model_from_hf_config(const json& config, const std::string& file) {
   m.moe.experts = hf.integer({"num_local_experts", "n_routed_experts", "num_experts"}, 0, 0);
   if (m.moe.experts > 0) {
     m.moe.experts_per_token = hf.integer({"num_experts_per_tok", "experts_per_token", "moe_router_topk"}, -1);
+    m.moe.expert_bias = m.model_type == "gpt_oss" || m.mlp_bias;
     if (m.moe.experts_per_token > m.moe.experts) {
       hf.fail("num_experts_per_tok", std::to_string(m.moe.experts_per_token), "expected at most the number of experts (" + std::to_string(m.moe.experts) + ")");
     }

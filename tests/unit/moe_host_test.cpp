@@ -116,3 +116,48 @@ TEST_CASE("host issue and sync slow a MoE step, a micro-batch-1 step most", "[wo
   const Run flex_on = simulate(qwen_scenario(1, "flex"), true), flex_off = simulate(qwen_scenario(1, "flex"), false);
   CHECK(flex_on.step_s > flex_off.step_s);
 }
+
+TEST_CASE("Experts with biases: Megatron's per-expert FC2 bias add costs HBM traffic and host ops", "[workload][moe]") {
+  // GPT-OSS (HF GptOssExperts: biased experts) with 4 layers at EP 8: 16 local experts of hidden 2880.
+  nlohmann::json doc = {
+      {"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 1}}},
+      {"model", {{"base", "gpt-oss-120b"}, {"num_hidden_layers", 4},
+                 {"layer_types", {"sliding_attention", "full_attention", "sliding_attention", "full_attention"}}}},
+      {"parallelism", {{"expert_model_parallel_size", 8}, {"micro_batch_size", 1}, {"global_batch_size", 16}}},
+      {"training", {{"seq_length", 4096}, {"precision", "bf16"}, {"moe_load_imbalance", 1.0}}}};
+  const Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+  REQUIRE(s.model.moe.expert_bias);
+  CHECK_FALSE(qwen_scenario(1).model.moe.expert_bias);
+  const Run run = simulate(s, true);
+  // Balanced routing: 4,096 tokens x top-4 rows on each rank, each of 2,880 elements; 28 bytes per element
+  // forward (FP32 b x p, the add, the cat, the cast to BF16), 36 backward.
+  const double elements = 4096.0 * 4 * 2880;
+  int forward = 0, backward = 0;
+  for (const auto& n : run.trace.nodes) {
+    if (n.rank != 0) continue;
+    if (n.name == "moe.fc2_bias") {
+      CHECK(n.bytes == Approx(28.0 * elements));
+      ++forward;
+    } else if (n.name == "moe.fc2_bias.bwd") {
+      CHECK(n.bytes == Approx(36.0 * elements));
+      ++backward;
+    }
+  }
+  CHECK(forward == 4 * 2);  // every layer of both micro-batches of rank 0
+  CHECK(backward == 4 * 2);
+  // Host: a multiply and an add per local expert forward, six ops per expert backward, plus a cat and a
+  // cast, at a plain op's cost (no module Python around them).
+  MoeHostOps ops;
+  ops.plain_ops = 2.0 * 16 + 2;
+  CHECK(ops.seconds() == Approx(34 * kEagerOpHost_s));
+  double host_forward = -1, host_backward = -1;
+  for (const auto& n : run.trace.nodes) {
+    if (n.rank != 0) continue;
+    if (n.name == "host.moe.experts" && host_forward < 0) host_forward = n.duration_s;
+    if (n.name == "host.moe.experts.bwd" && host_backward < 0) host_backward = n.duration_s;
+  }
+  const auto eager_forward = moe_host_ops(MoeStep::experts, false, s.training.moe_dispatcher, 16, false);
+  const auto eager_backward = moe_host_ops(MoeStep::experts, true, s.training.moe_dispatcher, 16, false);
+  CHECK(host_forward == Approx(eager_forward.seconds() + 34 * kEagerOpHost_s));
+  CHECK(host_backward == Approx(eager_backward.seconds() + (6.0 * 16 + 2) * kEagerOpHost_s));
+}

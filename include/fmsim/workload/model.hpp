@@ -29,6 +29,10 @@ struct MoeShape {
   int layer_frequency = 1;        ///< every n-th layer (after the dense ones) is MoE
   int router_groups = 1;          ///< group-limited routing: experts form this many groups (HF n_group)...
   int router_group_topk = 1;      ///< ...and a token's top-k experts come from this many groups (topk_group)
+  /// The routed experts' linear layers have biases (GPT-OSS: HF GptOssExperts gate_up_proj_bias and
+  /// down_proj_bias; or add_bias_linear / mlp_bias). Megatron adds FC2's bias, weighted by the routing
+  /// probabilities, in eager PyTorch per local expert (moe_ops.cpp).
+  bool expert_bias = false;
 };
 
 struct ModelSpec {

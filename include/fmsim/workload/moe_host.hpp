@@ -60,8 +60,12 @@ struct MoeHostOps {
   double eager_ops = 0;
   double te_modules = 0;  ///< Transformer Engine module calls (each kTeModuleHost_s)
   double expert_launches = 0;
+  /// Ops of a plain PyTorch expression with no module Python around it (Megatron's per-expert bias add,
+  /// a list comprehension of tensor ops): each at kEagerOpHost_s, without kMoeEagerHostScale.
+  double plain_ops = 0;
   double seconds() const {
-    return kMoeEagerHostScale * (eager_ops * kEagerOpHost_s + te_modules * kTeModuleHost_s + expert_launches * kExpertGemmLaunchHost_s);
+    return kMoeEagerHostScale * (eager_ops * kEagerOpHost_s + te_modules * kTeModuleHost_s + expert_launches * kExpertGemmLaunchHost_s) +
+           plain_ops * kEagerOpHost_s;
   }
 };
 
