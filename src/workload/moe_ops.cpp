@@ -82,6 +82,8 @@ int host_issue(TraceWriter& w, int rank, const char* name, const fmsim::workload
 /// and the add's gradient casts, and per expert the multiply's two gradients (a multiply and a sum
 /// each), so six per expert and two more.
 double expert_bias_ops(int local_experts, bool backward) { return (backward ? 6.0 : 2.0) * local_experts + 2.0; }
+/// Whether the bias add above runs: biased experts outside Transformer Engine's op fuser.
+bool eager_expert_bias(const TraceWriter& w) { return w.s.model.moe.expert_bias && !w.s.training.te_op_fuser; }
 
 /// HBM bytes per element of the experts' output (rows x hidden) that the bias add above moves. Forward:
 /// b * p writes FP32 (4), t + it reads BF16 and FP32 and writes FP32 (2 + 4 + 4), cat copies FP32 (4 + 4),
@@ -94,7 +96,7 @@ constexpr double kExpertBiasBackwardBytes = 36.0;
 int host_issue(TraceWriter& w, int rank, int layer, fmsim::workload::MoeStep step, bool backward, const char* name) {
   const auto& p = w.s.parallelism;
   auto eager = fmsim::workload::moe_host_ops(step, backward, w.s.training.moe_dispatcher, w.s.model.moe.experts / p.ep, w.fp8(layer));
-  if (step == fmsim::workload::MoeStep::experts && w.s.model.moe.expert_bias) eager.plain_ops = expert_bias_ops(w.s.model.moe.experts / p.ep, backward);
+  if (step == fmsim::workload::MoeStep::experts && eager_expert_bias(w)) eager.plain_ops = expert_bias_ops(w.s.model.moe.experts / p.ep, backward);
   return host_issue(w, rank, name, fmsim::workload::graphed_moe_host_ops(w.s.training.cuda_graphs, step, backward, eager));
 }
 
@@ -204,10 +206,10 @@ int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_w
     node = w.gemm(rank, "moe.fc1", rows, s.fc1_n, h, fp8, after_of(node), e);
     node = w.memory(rank, "moe.act", act_bytes, after_of(node));
     node = w.gemm(rank, "moe.fc2", rows, h, s.fc2_k, fp8, after_of(node), e);
-    if (m.moe.expert_bias) node = w.memory(rank, "moe.fc2_bias", kExpertBiasForwardBytes * rows * e * h, {node});
+    if (eager_expert_bias(w)) node = w.memory(rank, "moe.fc2_bias", kExpertBiasForwardBytes * rows * e * h, {node});
   } else {
     const bool act_again = tr.recompute == Recompute::selective && tr.recompute_modules.moe_act;
-    if (m.moe.expert_bias) node = w.memory(rank, "moe.fc2_bias.bwd", kExpertBiasBackwardBytes * rows * e * h, after_of(node));
+    if (eager_expert_bias(w)) node = w.memory(rank, "moe.fc2_bias.bwd", kExpertBiasBackwardBytes * rows * e * h, after_of(node));
     node = w.gemm(rank, "moe.fc2.dgrad", rows, s.fc2_k, h, fp8, after_of(node), e);
     if (!delay_wgrad) node = expert_wgrad(w, rank, layer, s, false, node);
     node = w.memory(rank, "moe.act.bwd", (2 + (act_again ? 1 : 0)) * act_bytes, after_of(node));

@@ -188,6 +188,7 @@ TrainingOptions read_training(ObjectReader& r) {
   t.grad_reduce_in_fp32 = r.bool_or("grad_reduce_in_fp32", false);
   t.fp8_param_gather = r.bool_or("fp8_param_gather", false);
   t.disable_parameter_transpose_cache = r.bool_or("disable_parameter_transpose_cache", false);
+  t.te_op_fuser = r.bool_or("use_transformer_engine_op_fuser", false);
   t.bucket_params = r.number_or("bucket_size", 0.0, -1.0);
   // Runs: at most 1e16 tokens (several hundred times today's largest) and a billion steps, so that the
   // step count and the run's seconds stay exact in 64-bit arithmetic.

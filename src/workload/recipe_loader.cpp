@@ -23,9 +23,12 @@ using config::ObjectReader;
 constexpr const char* kSchema = "fmsim.recipe/1";
 constexpr const char* kPresetsSchema = "fmsim.recipe-presets/1";
 /// Parallel sizes a variant may be selected by (`when`); the scenario's value, when given, must equal it.
+/// global_batch_size selects only a scenario that gives it: Megatron-Bridge's performance configs come in
+/// variants by batch size (V1 GBS 512, V2 GBS 1280) whose other settings may differ, and a scenario
+/// that names no batch size gets the first variant that does not ask for one.
 const std::vector<std::string> kLayoutKeys = {"tensor_model_parallel_size", "pipeline_model_parallel_size",
                                               "virtual_pipeline_model_parallel_size", "context_parallel_size",
-                                              "expert_model_parallel_size"};
+                                              "expert_model_parallel_size", "global_batch_size"};
 /// The training keys a precision preset is matched on.
 const std::vector<std::string> kPrecisionKeys = {"precision", "fp8_recipe", "fp4_recipe"};
 
@@ -241,7 +244,8 @@ int layout_value(const json& parallelism, const std::string& key) {
 
 bool layout_matches(const Variant& v, const json& parallelism) {
   return std::all_of(v.layout.begin(), v.layout.end(), [&](const auto& entry) {
-    return !parallelism.contains(entry.first) || layout_value(parallelism, entry.first) == entry.second;
+    if (!parallelism.contains(entry.first)) return entry.first != "global_batch_size";
+    return layout_value(parallelism, entry.first) == entry.second;
   });
 }
 
@@ -269,6 +273,7 @@ std::string describe_variant(const Variant& v) {
                                   : key == "pipeline_model_parallel_size"          ? "PP"
                                   : key == "virtual_pipeline_model_parallel_size"  ? "VP"
                                   : key == "context_parallel_size"                 ? "CP"
+                                  : key == "global_batch_size"                     ? "GBS"
                                                                                    : "EP";
     parts.push_back(shortname + std::to_string(value));
   }

@@ -129,6 +129,18 @@ TEST_CASE("recipe: the variant is picked by release, GPU, precision and layout; 
   CHECK(variant_for("", "H100-SXM", json::object(), json::object()) == "H100 FP8 PP2");
   // GPU names match the catalog name or its prefix before '-': B200 is not GB200.
   CHECK(variant_for("@1.0", "B200", json::object(), {{"precision", "fp8"}, {"fp8_recipe", "mxfp8"}}) == "B200 MXFP8");
+  // A variant that asks for a global batch size fits only a scenario that gives it.
+  json by_batch = test_recipe();
+  by_batch["variants"].insert(by_batch["variants"].begin(),
+                              json{{"name", "H100 GBS1280"}, {"when", {{"gpu", "H100"}, {"global_batch_size", 1280}}}});
+  const auto batch_path = write_recipe(by_batch);
+  auto batch_variant = [&](const json& parallelism) {
+    json doc = scenario(batch_path.string() + "@2.0", parallelism, json::object());
+    return apply_recipe(doc, "s.json", batch_path.parent_path(), "H100-SXM")->variant;
+  };
+  CHECK(batch_variant({{"global_batch_size", 1280}}) == "H100 GBS1280");
+  CHECK(batch_variant({{"global_batch_size", 512}}) == "H100 FP8 PP2");
+  CHECK(batch_variant(json::object()) == "H100 FP8 PP2");
   json doc = scenario(path.string() + "@1.0", json::object(), json::object());
   CHECK_THROWS_WITH(apply_recipe(doc, "s.json", path.parent_path(), "GB200"),
                     Contains("no variant of") && Contains("at release 1.0 fits GPU GB200") &&

@@ -123,6 +123,11 @@ struct TrainingOptions {
   /// performance recipes set it (scripts/performance/configs/llama/llama3_llm_finetune.py,
   /// set_llama3_common_peft_configs, v0.2.0-v0.5.0).
   bool disable_parameter_transpose_cache = false;
+  /// Megatron use_transformer_engine_op_fuser (Megatron-Bridge's cutedsl_fused_grouped_mlp): the experts
+  /// run as Transformer Engine's fused op sequence (GroupedLinear, scaled activation, GroupedLinear with
+  /// FC2's bias scaled by the routing probabilities inside it), so no eager per-expert bias add
+  /// (moe_ops.cpp). Its other effects are not modelled (docs/model.md).
+  bool te_op_fuser = false;
   double bucket_params = 0;        ///< DDP bucket size in parameters; 0 = Megatron's default max(4e7, 1e6 dp)
   double total_tokens = 0;         ///< the whole run, for time/cost to train and goodput; 0 = not given
   long long train_iters = 0;       ///< the whole run in steps (Megatron --train-iters); 0 = not given
