@@ -13,7 +13,9 @@ double fp4_element_bytes(Fp4Recipe recipe) { return 0.5 + (recipe == Fp4Recipe::
 
 }  // namespace
 
-double quantize_bytes_per_element(const TrainingOptions& t) {
+bool non_tn_fp8_gemm(int sm_version) { return (sm_version >= 100 && sm_version < 120) || sm_version >= 130; }
+
+double quantize_bytes_per_element(const TrainingOptions& t, int sm_version) {
   if (t.precision == Precision::fp4) {
     // Read the BF16 input, write the row-wise FP4 copy and the column-wise one for the weight-gradient
     // GEMM (Transformer Engine applies its 16x16 random Hadamard transform on the way, a few FLOPs per
@@ -23,10 +25,12 @@ double quantize_bytes_per_element(const TrainingOptions& t) {
     return amax_pass + 2.0 + 2.0 * fp4_element_bytes(t.fp4_recipe);
   }
   // FP8: read BF16 (twice for current scaling: amax, then cast) and write the FP8 copy and its
-  // transpose; MXFP8 writes E8M0 scales per 32 elements and needs no amax pass.
+  // transpose (none where the GEMMs take non-TN layouts); MXFP8 writes a row-wise and a column-wise copy
+  // with E8M0 scales per 32 elements (its blocks run along one dimension) and needs no amax pass.
+  const double transpose = non_tn_fp8_gemm(sm_version) ? 0.0 : 1.0;
   switch (t.fp8_recipe) {
-    case Fp8Recipe::tensorwise: return 6.0;
-    case Fp8Recipe::delayed: return 4.0;
+    case Fp8Recipe::tensorwise: return 5.0 + transpose;
+    case Fp8Recipe::delayed: return 3.0 + transpose;
     case Fp8Recipe::mxfp8: return 4.0 + 2.0 / 32.0;
   }
   return 4.0;
@@ -34,9 +38,8 @@ double quantize_bytes_per_element(const TrainingOptions& t) {
 
 double weight_cast_bytes_per_element(const TrainingOptions& t, int sm_version, bool first_microbatch) {
   if (t.precision == Precision::bf16 || !(first_microbatch || t.disable_parameter_transpose_cache)) return 0.0;
-  if (!t.fp8_param_gather) return quantize_bytes_per_element(t);
-  const bool non_tn_fp8_gemm = (sm_version >= 100 && sm_version < 120) || sm_version >= 130;
-  return non_tn_fp8_gemm ? 0.0 : 2.0;
+  if (!t.fp8_param_gather) return quantize_bytes_per_element(t, sm_version);
+  return non_tn_fp8_gemm(sm_version) ? 0.0 : 2.0;
 }
 
 double saved_gemm_input_bytes(const TrainingOptions& t) {

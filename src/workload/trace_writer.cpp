@@ -81,7 +81,7 @@ int TraceWriter::gemm(int rank, const std::string& name, double m, double n, dou
     return name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
   };
   const bool wgrad = ends_with(".wgrad");
-  if (low && !wgrad) node.bytes = quantize_bytes_per_element(s.training) * m * k * repeat;
+  if (low && !wgrad) node.bytes = quantize_bytes_per_element(s.training, s.cluster.gpu.sm_version) * m * k * repeat;
   // The chunk's first micro-batch of the step (every one under disable_parameter_transpose_cache): a
   // forward GEMM also makes its weight's (n x k per distinct weight) quantized copies.
   if (low && !wgrad && !ends_with(".dgrad")) node.bytes += weight_cast_bytes * n * k * (weights > 0 ? weights : repeat);

@@ -33,17 +33,27 @@ TEST_CASE("FP4 recipes: quantization traffic, saved inputs and weight copies in 
   // E2M1 is half a byte; NVFP4 adds one E4M3 scale per 16 elements, MXFP4 one E8M0 scale per 32.
   const double nv = 0.5 + 1.0 / 16, mx = 0.5 + 1.0 / 32;
   // NVFP4: amax read (2) + cast read (2) + row-wise and column-wise copies with scales.
-  CHECK(quantize_bytes_per_element(nvfp4) == Approx(2 + 2 + 2 * nv));
+  CHECK(quantize_bytes_per_element(nvfp4, 100) == Approx(2 + 2 + 2 * nv));
   CHECK(saved_gemm_input_bytes(nvfp4) == Approx(nv));
   CHECK(weight_bytes_per_parameter(nvfp4) == Approx(2 + 2 * nv));
   TrainingOptions mxfp4 = nvfp4;
   mxfp4.fp4_recipe = Fp4Recipe::mxfp4;  // block scales computed in the cast: no amax pass
-  CHECK(quantize_bytes_per_element(mxfp4) == Approx(2 + 2 * mx));
+  CHECK(quantize_bytes_per_element(mxfp4, 100) == Approx(2 + 2 * mx));
   CHECK(saved_gemm_input_bytes(mxfp4) == Approx(mx));
   // FP8 figures unchanged: tensorwise 6, delayed 4, MXFP8 4 + 2/32; FP8 parameter gather drops the copy.
   TrainingOptions fp8;
   fp8.precision = Precision::fp8;
-  CHECK(quantize_bytes_per_element(fp8) == Approx(6.0));
+  CHECK(quantize_bytes_per_element(fp8, 90) == Approx(6.0));
+  // Blackwell's FP8 GEMMs take non-TN layouts: per-tensor FP8 writes no transpose (TE v2.9 quantizer.cpp).
+  CHECK(quantize_bytes_per_element(fp8, 100) == Approx(5.0));
+  CHECK(quantize_bytes_per_element(fp8, 103) == Approx(5.0));
+  TrainingOptions delayed = fp8;
+  delayed.fp8_recipe = Fp8Recipe::delayed;
+  CHECK(quantize_bytes_per_element(delayed, 90) == Approx(4.0));
+  CHECK(quantize_bytes_per_element(delayed, 100) == Approx(3.0));
+  TrainingOptions mxfp8 = fp8;
+  mxfp8.fp8_recipe = Fp8Recipe::mxfp8;  // row-wise and column-wise copies on every GPU
+  CHECK(quantize_bytes_per_element(mxfp8, 100) == Approx(4.0 + 2.0 / 32));
   CHECK(weight_bytes_per_parameter(fp8) == Approx(3.0));
   fp8.fp8_param_gather = true;
   CHECK(weight_bytes_per_parameter(fp8) == Approx(2.0));
@@ -88,7 +98,7 @@ TEST_CASE("FP4 training runs the layers' GEMMs in FP4 on Blackwell and is refuse
   CHECK(fp4_qkv == 6);
   CHECK(bf16_qkv == 2);
   CHECK(fp8_gemms == 0);
-  CHECK(fp4_qkv_bytes == Approx(quantize_bytes_per_element(s.training)));
+  CHECK(fp4_qkv_bytes == Approx(quantize_bytes_per_element(s.training, s.cluster.gpu.sm_version)));
   // Memory: FP4 layers keep their GEMM inputs in FP4 (less than FP8's bytes), the weights carry two
   // FP4 copies (more than FP8 with parameter gather, less than BF16 + one FP8 copy + ...).
   const Scenario fp8 = fp4_scenario("dgx-b200", {{"seq_length", 2048}, {"precision", "fp8"}, {"fp8_recipe", "mxfp8"}});

@@ -8,7 +8,13 @@ namespace fmsim::workload {
 
 /// HBM bytes per element that quantizing one BF16 GEMM input moves (both the row-wise copy for the
 /// forward or data-gradient GEMM and the column-wise copy for the weight-gradient GEMM, with scales).
-double quantize_bytes_per_element(const TrainingOptions& training);
+/// Per-tensor FP8 (tensorwise, delayed) writes the transpose only where the GPU's FP8 GEMMs take the TN
+/// layout alone (Hopper); Blackwell's run any layout and read the row-wise copy (`sm_version`, below).
+double quantize_bytes_per_element(const TrainingOptions& training, int sm_version);
+
+/// Whether the GPU's FP8 GEMMs take non-TN layouts, so that per-tensor FP8 needs no transposed copies
+/// (Transformer Engine v2.9 quantizer.cpp, nvte_is_non_tn_fp8_gemm_supported: sm 10.x and 13+).
+bool non_tn_fp8_gemm(int sm_version);
 
 /// HBM bytes per weight element that Transformer Engine moves to make the quantized copies of a
 /// low-precision GEMM weight in a pass of one micro-batch through a model chunk (0: none made). With
