@@ -232,7 +232,7 @@ def run_refuses_integers_beyond_int_and_absurd_parallelism():
             ("training.total_tokens=-1", "total_tokens"),
             (f"training.train_iters={2 ** 63}", "train_iters"),
             ("training.precision=7", "precision"),
-            ("training.typo=1", "total_tokens, tp_comm_overlap, train_iters, workload)"),
+            ("training.typo=1", "total_tokens, tp_comm_overlap, train_iters, use_transformer_engine_op_fuser, workload)"),
             (f"model.num_hidden_layers={BIG}", "num_hidden_layers"),
             ("model.num_hidden_layers=0", "num_hidden_layers"),
             ("model.hidden_size=-4096", "hidden_size"),
