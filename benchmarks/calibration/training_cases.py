@@ -8,7 +8,7 @@ import os
 import re
 
 from training_recipes import (GPT3_5B, MBRIDGE_PRECISION, MODELS, NEMO2407_PRECISION, UNPUBLISHED, fine_tuning_settings,
-                              recipe_reference)
+                              recipe_reference, recipe_sets)
 
 MOE = {"deepseek-v3", "gpt-oss-120b", "qwen3-30b-a3b", "qwen3-235b-a22b", "kimi-k2"}
 HYBRID = {"nemotron-3-nano", "nemotron-3-super", "nemotron-3-ultra"}
@@ -192,6 +192,10 @@ def mbridge_row_items(case_id, row, stack, workload, root, precisions=MBRIDGE_PR
                 training["cuda_graph_impl"] = "local"
         doc = scenario(f"{base_name}-{system}-{gpus}".replace(" ", "_"), system, gpus, model, tp, pp, cp, vp, ep, mbs, gbs, seq, training,
                        root, fsdp=fsdp, extra_par=par)
+        if reference and recipe_sets(reference, "tp_comm_overlap"):
+            # The recipe says whether its performance scripts overlap TP communication (CommOverlapConfig);
+            # the others do where TP > 1, as scenario() sets it.
+            doc["training"].pop("tp_comm_overlap", None)
         items.append(item(case_id, label, group, metric, measured, doc, predict, assumptions=assumptions))
     return items
 

@@ -52,6 +52,12 @@ def recipe_reference(name, release=None):
     return f"{name}@{release}" if release in releases else name
 
 
+def recipe_sets(reference, key):
+    """Whether the recipe file of a "STACK/MODEL[@RELEASE]" reference sets training `key` in its common settings."""
+    with open(os.path.join(RECIPES_DIR, reference.split("@")[0] + ".json")) as f:
+        return key in json.load(f).get("common", {}).get("training", {})
+
+
 def fine_tuning_settings(workload, flops_per_row=False):
     """The table's FLOP count of an SFT or LoRA row (the packing and LoRA settings come from the recipe)."""
     if workload == "pretrain":
