@@ -11,6 +11,7 @@
 #include "fmsim/collectives/tuning.hpp"
 #include "fmsim/compute/compute_model.hpp"
 #include "fmsim/training/step_simulation.hpp"
+#include "fmsim/workload/low_precision.hpp"
 #include "fmsim/workload/pipeline_layout.hpp"
 #include "fmsim/workload/trace_builder.hpp"
 #include "../workload/trace_builder_internal.hpp"
@@ -59,15 +60,20 @@ const AnalyticModel::LayerTime& AnalyticModel::layer_time(const workload::Scenar
   const auto& t = s.training;
   const auto& m = s.model;
   const int kind = m.hybrid.enabled() ? static_cast<int>(m.hybrid.kind(layer)) : -1;
+  // Transformer Engine's weight casts (low_precision.hpp): the chunk's first micro-batch makes them, the
+  // others under disable_parameter_transpose_cache; one layer's forward carries their mean per micro-batch.
+  const double cast_later = workload::weight_cast_bytes_per_element(t, s.cluster.gpu.sm_version, false);
+  const double cast_mean =
+      cast_later + (workload::weight_cast_bytes_per_element(t, s.cluster.gpu.sm_version, true) - cast_later) / std::max(1, p.microbatches);
   char key[400];
-  std::snprintf(key, sizeof key, "%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d", p.tp, p.cp, p.ep, p.etp,
+  std::snprintf(key, sizeof key, "%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%.6g", p.tp, p.cp, p.ep, p.etp,
                 m.is_moe() ? p.dp : 0, p.sequence_parallel, p.micro_batch, t.seq, static_cast<int>(t.precision),
                 static_cast<int>(t.fp8_recipe), static_cast<int>(t.recompute), t.tp_comm_overlap, static_cast<int>(t.moe_dispatcher),
                 t.moe_shared_expert_overlap, t.overlap_moe_expert_parallel_comm, kind, m.layer_is_moe(layer),
                 t.layer_in_fp8(layer, m.layers), static_cast<int>(p.cp_comm), static_cast<int>(t.fine_tuning.workload),
                 t.recompute_modules.core_attn + 2 * t.recompute_modules.mlp + 4 * t.recompute_modules.moe_act +
                     8 * t.recompute_modules.layernorm + 16 * t.recompute_modules.moe,
-                static_cast<int>(std::min<double>(workload::detail::attention_kernel_keys(s, layer), 1e9)));
+                static_cast<int>(std::min<double>(workload::detail::attention_kernel_keys(s, layer), 1e9)), cast_mean);
   auto found = layers_.find(key);
   if (found != layers_.end()) return found->second;
 
@@ -91,8 +97,11 @@ const AnalyticModel::LayerTime& AnalyticModel::layer_time(const workload::Scenar
     c.etp = w.comm("etp", group(1, p.etp));
   }
   const int start = w.memory(0, "start", 0, {});
+  w.weight_cast_bytes = cast_mean;
   const int forward_end = workload::detail::emit_layer_forward(w, 0, c, layer, start);
+  w.weight_cast_bytes = cast_later;  // recomputed forward GEMMs
   const int backward_end = workload::detail::emit_layer_backward(w, 0, c, layer, forward_end);
+  w.weight_cast_bytes = 0;
 
   const auto& gpu = s.cluster.gpu;
   std::vector<double> end(trace.nodes.size(), 0.0), duration(trace.nodes.size(), 0.0);

@@ -37,9 +37,16 @@ double quantize_bytes_per_element(const TrainingOptions& t, int sm_version) {
 }
 
 double weight_cast_bytes_per_element(const TrainingOptions& t, int sm_version, bool first_microbatch) {
-  if (t.precision == Precision::bf16 || !(first_microbatch || t.disable_parameter_transpose_cache)) return 0.0;
-  if (!t.fp8_param_gather) return quantize_bytes_per_element(t, sm_version);
-  return non_tn_fp8_gemm(sm_version) ? 0.0 : 2.0;
+  if (t.precision == Precision::bf16) return 0.0;
+  if (t.fp8_param_gather && t.precision == Precision::fp8 && t.fp8_recipe != Fp8Recipe::mxfp8) {
+    // FP8 parameters: TE builds the transpose when it is missing or invalid (Float8TensorStorage
+    // update_usage), whatever is_first_microbatch says, and Megatron invalidates it once per optimizer
+    // step; frozen weights (LoRA's base, outside the gradient buffers) keep theirs.
+    if (!first_microbatch || t.fine_tuning.frozen_base() || non_tn_fp8_gemm(sm_version)) return 0.0;
+    return 2.0;
+  }
+  if (!(first_microbatch || t.disable_parameter_transpose_cache)) return 0.0;
+  return quantize_bytes_per_element(t, sm_version);
 }
 
 double saved_gemm_input_bytes(const TrainingOptions& t) {

@@ -88,10 +88,11 @@ bool eager_expert_bias(const TraceWriter& w) { return w.s.model.moe.expert_bias 
 /// HBM bytes per element of the experts' output (rows x hidden) that the bias add above moves. Forward:
 /// b * p writes FP32 (4), t + it reads BF16 and FP32 and writes FP32 (2 + 4 + 4), cat copies FP32 (4 + 4),
 /// .to(BF16) reads FP32 and writes BF16 (4 + 2): 28. Backward: the cast's gradient BF16 -> FP32 (2 + 4),
-/// the add's to BF16 for t (4 + 2), the bias gradient (grad x p: 4 + 4, its sum over rows: 4) and the
-/// probabilities' (grad x b: 4 + 4, its sum over the hidden dimension: 4): 36.
+/// the add's to BF16 for t (4 + 2), torch.split's backward joining t's BF16 gradients (2 + 2), the bias
+/// gradient (grad x p: 4 + 4, its sum over rows: 4) and the probabilities' (grad x b: 4 + 4, its sum over
+/// the hidden dimension: 4): 40.
 constexpr double kExpertBiasForwardBytes = 28.0;
-constexpr double kExpertBiasBackwardBytes = 36.0;
+constexpr double kExpertBiasBackwardBytes = 40.0;
 
 int host_issue(TraceWriter& w, int rank, int layer, fmsim::workload::MoeStep step, bool backward, const char* name) {
   const auto& p = w.s.parallelism;

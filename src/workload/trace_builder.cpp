@@ -155,7 +155,11 @@ class RankBuilder {
     return pieces;
   }
   void forward_finish(Pass& f) {
-    if (stages_[f.stage].mtp > 0) f.node = detail::mtp_forward(w_, rank_, c_, stages_[f.stage].mtp, f.node);
+    if (stages_[f.stage].mtp > 0) {
+      w_.weight_cast_bytes = weight_cast_bytes_per_element(w_.s.training, w_.s.cluster.gpu.sm_version, f.microbatch == 0);
+      f.node = detail::mtp_forward(w_, rank_, c_, stages_[f.stage].mtp, f.node);
+      w_.weight_cast_bytes = 0;
+    }
     if (f.stage == stages() - 1) {
       const double t = w_.tokens, v = w_.vocab_padded / static_cast<double>(w_.s.parallelism.tp);
       f.node = w_.gemm(rank_, "logits", t, v, w_.s.model.hidden, false, {f.node});
@@ -183,7 +187,11 @@ class RankBuilder {
       b.node = w_.gemm(rank_, "logits.dgrad", t, w_.s.model.hidden, v, false, {b.node});
       b.node = w_.gemm(rank_, "logits.wgrad", w_.s.model.hidden, v, t, false, {b.node});
     }
-    if (stages_[b.stage].mtp > 0) b.node = detail::mtp_backward(w_, rank_, c_, stages_[b.stage].mtp, b.node);
+    if (stages_[b.stage].mtp > 0) {
+      w_.weight_cast_bytes = weight_cast_bytes_per_element(w_.s.training, w_.s.cluster.gpu.sm_version, false);
+      b.node = detail::mtp_backward(w_, rank_, c_, stages_[b.stage].mtp, b.node);
+      w_.weight_cast_bytes = 0;
+    }
     b.reduce_now = w_.s.training.overlap_grad_reduce &&
                    (microbatch == p.microbatches - 1 || p.sharding == Sharding::optim_grads ||
                     p.sharding == Sharding::optim_grads_params);

@@ -40,7 +40,7 @@ TEST_CASE("FP4 recipes: quantization traffic, saved inputs and weight copies in 
   mxfp4.fp4_recipe = Fp4Recipe::mxfp4;  // block scales computed in the cast: no amax pass
   CHECK(quantize_bytes_per_element(mxfp4, 100) == Approx(2 + 2 * mx));
   CHECK(saved_gemm_input_bytes(mxfp4) == Approx(mx));
-  // FP8 figures unchanged: tensorwise 6, delayed 4, MXFP8 4 + 2/32; FP8 parameter gather drops the copy.
+  // FP8 on Hopper: tensorwise 6, delayed 4, MXFP8 4 + 2/32; FP8 parameter gather drops the copy.
   TrainingOptions fp8;
   fp8.precision = Precision::fp8;
   CHECK(quantize_bytes_per_element(fp8, 90) == Approx(6.0));

@@ -536,14 +536,28 @@ TEST_CASE("Transformer Engine quantizes the FP8 weights once per step, or at eve
   uncached["disable_parameter_transpose_cache"] = true;
   for (double b : qkv_bytes(uncached)) CHECK(b == Approx(6.0 * (input + weight)));
   // FP8 parameters are FP8 already: on Hopper only the transpose for the data-gradient GEMM (read 1 +
-  // write 1 byte per element); Blackwell's FP8 GEMMs take non-TN layouts and need none. BF16: no cast.
+  // write 1 byte per element), made once per step whatever the cache flag says (TE rebuilds it only when
+  // the optimizer step invalidated it); Blackwell's FP8 GEMMs take non-TN layouts and need none.
   nlohmann::json fp8_params = uncached;
   fp8_params["fp8_param_gather"] = true;
-  for (double b : qkv_bytes(fp8_params)) CHECK(b == Approx(6.0 * input + 2.0 * weight));
+  const auto with_params = qkv_bytes(fp8_params);
+  REQUIRE(with_params.size() == microbatches);
+  CHECK(with_params[0] == Approx(6.0 * input + 2.0 * weight));
+  for (int mb = 1; mb < microbatches; ++mb) CHECK(with_params[mb] == Approx(6.0 * input));
   const Scenario with_fp8_params = make_scenario(par, fp8_params, model, 1);
-  CHECK(weight_cast_bytes_per_element(with_fp8_params.training, 90, false) == 2.0);
-  CHECK(weight_cast_bytes_per_element(with_fp8_params.training, 100, false) == 0.0);
+  CHECK(weight_cast_bytes_per_element(with_fp8_params.training, 90, true) == 2.0);
+  CHECK(weight_cast_bytes_per_element(with_fp8_params.training, 90, false) == 0.0);
+  CHECK(weight_cast_bytes_per_element(with_fp8_params.training, 100, true) == 0.0);
   CHECK(weight_cast_bytes_per_element(with_fp8_params.training, 103, true) == 0.0);
+  // LoRA's frozen base weights keep their transpose: no cast at all.
+  nlohmann::json lora = fp8_params;
+  lora["workload"] = "lora";
+  lora["lora"] = {{"rank", 16}, {"target_modules", {"linear_qkv"}}};
+  CHECK(weight_cast_bytes_per_element(make_scenario(par, lora, model, 1).training, 90, true) == 0.0);
+  // BF16 weights (no FP8 parameters) of frozen LoRA bases are cast as any BF16 weight.
+  nlohmann::json lora_bf16_weights = lora;
+  lora_bf16_weights.erase("fp8_param_gather");
+  CHECK(weight_cast_bytes_per_element(make_scenario(par, lora_bf16_weights, model, 1).training, 90, false) == Approx(6.0));
   nlohmann::json bf16 = uncached;
   bf16["precision"] = "bf16";
   for (double b : qkv_bytes(bf16)) CHECK(b == 0.0);
@@ -553,12 +567,15 @@ TEST_CASE("Transformer Engine quantizes the FP8 weights once per step, or at eve
   overlapped["tp_comm_overlap"] = true;
   std::vector<int> rank_gpu(8);
   for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+  bool found = false;
   for (const auto& n : build_trace(make_scenario(tp2, overlapped, model, 1), rank_gpu, false).nodes) {
     if (n.rank != 0 || n.name != "qkv") continue;
     REQUIRE(n.repeat == 2);
     CHECK(n.bytes == Approx(6.0 * (input + weight / 2)));
+    found = true;
     break;
   }
+  REQUIRE(found);
   // The casts cost time: the step without the cache is longer.
   auto step_s = [&](const nlohmann::json& training) {
     const Scenario s = make_scenario(par, training, model, 1);

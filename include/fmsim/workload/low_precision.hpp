@@ -13,17 +13,22 @@ namespace fmsim::workload {
 double quantize_bytes_per_element(const TrainingOptions& training, int sm_version);
 
 /// Whether the GPU's FP8 GEMMs take non-TN layouts, so that per-tensor FP8 needs no transposed copies
-/// (Transformer Engine v2.9 quantizer.cpp, nvte_is_non_tn_fp8_gemm_supported: sm 10.x and 13+).
+/// (Transformer Engine v2.9 nvte_is_non_tn_fp8_gemm_supported in common/transformer_engine.cpp, called by
+/// pytorch/csrc/quantizer.cpp: sm 10.x and 13+).
 bool non_tn_fp8_gemm(int sm_version);
 
 /// HBM bytes per weight element that Transformer Engine moves to make the quantized copies of a
 /// low-precision GEMM weight in a pass of one micro-batch through a model chunk (0: none made). With
 /// cached copies (Megatron passes is_first_microbatch) it makes them once per step, at the chunk's first
 /// micro-batch; under disable_parameter_transpose_cache (is_first_microbatch = None) at every call. BF16
-/// weights are quantized as an input is (quantize_bytes_per_element). FP8 parameters (fp8_param_gather)
-/// are FP8 already and only need their transpose for the data-gradient GEMM where the GPU's FP8 GEMMs
-/// take the TN layout alone (Hopper: read 1 + write 1 byte); Blackwell runs non-TN FP8 GEMMs and needs
-/// none (TE v2.9 quantizer.cpp, nvte_is_non_tn_fp8_gemm_supported: sm 10.x and 13+).
+/// weights are quantized as an input is (quantize_bytes_per_element). Per-tensor FP8 parameters
+/// (fp8_param_gather) are FP8 already and need only their transpose for the data-gradient GEMM where the
+/// GPU's FP8 GEMMs take the TN layout alone (Hopper: read 1 + write 1 byte; Blackwell runs non-TN FP8
+/// GEMMs and needs none: TE v2.9 nvte_is_non_tn_fp8_gemm_supported, common/transformer_engine.cpp, sm 10.x
+/// and 13+). TE makes that transpose when it is missing or invalid whatever is_first_microbatch says
+/// (Float8TensorStorage.update_usage), Megatron invalidates it once per optimizer step, and frozen weights
+/// (LoRA's base, outside the gradient buffers) keep theirs: at most once per step. MXFP8 parameters are
+/// taken as BF16 weights (no TE figure for their column-wise copy was read).
 double weight_cast_bytes_per_element(const TrainingOptions& training, int sm_version, bool first_microbatch);
 
 /// Bytes per element of a GEMM input that a layer running its GEMMs in low precision keeps for the

@@ -119,7 +119,7 @@ struct TrainingOptions {
   bool fp8_param_gather = false;
   /// Megatron disable_parameter_transpose_cache: Transformer Engine gets is_first_microbatch = None and
   /// quantizes every low-precision GEMM weight at each call instead of once per step (the weight-cast
-  /// traffic, low_precision.hpp weight_cast_elements). Megatron-Bridge's Llama 3 SFT and LoRA
+  /// traffic, low_precision.hpp weight_cast_bytes_per_element). Megatron-Bridge's Llama 3 SFT and LoRA
   /// performance recipes set it (scripts/performance/configs/llama/llama3_llm_finetune.py,
   /// set_llama3_common_peft_configs, v0.2.0-v0.5.0).
   bool disable_parameter_transpose_cache = false;
