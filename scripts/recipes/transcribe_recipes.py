@@ -4,7 +4,14 @@ extract_megatron_bridge.py dumped (WORK/TAG.json, WORK/TAG/scripts/performance),
 (26.08's perf_recipes GB200 MXFP8 configurations, the model recipes' layout tables, the fine-tuning recipes,
 and the release-independent variants the validation applied before: their sources are in the files).
 How the performance scripts end up with each setting is documented in docs/formats.md, "Recipe files".
-Usage: transcribe_recipes.py WORK_DIR OUT_DIR (e.g. configs/recipes)"""
+Usage: transcribe_recipes.py WORK_DIR OUT_DIR (e.g. configs/recipes)
+
+The files in configs/recipes/ have since been edited by hand where this script stops short, each edit with
+its source in the file: CUDA-graph settings moved from not_modelled into training once fmsim modelled them;
+GPT-OSS's 26.06 V2 variants (GBS 1280, selected by when.global_batch_size; this script keeps only the first
+configuration per selectors and release); tp_comm_overlap false for DeepSeek-V3 and Nemotron 3 Super/Ultra;
+disable_parameter_transpose_cache for the Llama 3 70B SFT and LoRA recipes (session 25). Regenerating
+overwrites them: compare with git before committing a regenerated file."""
 import json, os, re, sys
 WORK, OUT = sys.argv[1], sys.argv[2]
 REPO = "NVIDIA-NeMo/Megatron-Bridge"
