@@ -16,11 +16,12 @@ class CatalogLoader {
  public:
   explicit CatalogLoader(Catalog& catalog) : catalog_(catalog) {}
 
-  void load(const std::filesystem::path& directory) {
-    load_gpus(config::load_json_file(directory / "gpus.json"));
-    load_networks(config::load_json_file(directory / "networks.json"));
-    load_instances(config::load_json_file(directory / "instances.json"));
-    load_storage(config::load_json_file(directory / "storage.json"));
+  void load(const config::JsonFile& gpus, const config::JsonFile& networks, const config::JsonFile& instances,
+            const config::JsonFile& storage) {
+    load_gpus(gpus);
+    load_networks(networks);
+    load_instances(instances);
+    load_storage(storage);
     cross_check();
   }
 
@@ -255,8 +256,18 @@ Catalog Catalog::load(const std::filesystem::path& directory) {
   if (!std::filesystem::is_directory(directory)) {
     throw InputError(directory.string() + ": catalog directory not found (set FMSIM_CATALOG_DIR or --catalog)");
   }
+  // Read in this order, so that the first unreadable file is the one named.
+  const config::JsonFile gpus = config::load_json_file(directory / "gpus.json");
+  const config::JsonFile networks = config::load_json_file(directory / "networks.json");
+  const config::JsonFile instances = config::load_json_file(directory / "instances.json");
+  const config::JsonFile storage = config::load_json_file(directory / "storage.json");
+  return from_files(gpus, networks, instances, storage);
+}
+
+Catalog Catalog::from_files(const config::JsonFile& gpus, const config::JsonFile& networks, const config::JsonFile& instances,
+                            const config::JsonFile& storage) {
   Catalog catalog;
-  CatalogLoader(catalog).load(directory);
+  CatalogLoader(catalog).load(gpus, networks, instances, storage);
   return catalog;
 }
 

@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+namespace fmsim::config {
+struct JsonFile;
+}  // namespace fmsim::config
+
 namespace fmsim::hardware {
 
 /// Figure name -> where it comes from (datasheet, calibration case id, or "estimate: ...").
@@ -111,6 +115,10 @@ class Catalog {
  public:
   /// Loads every catalog file from `directory`. Throws InputError naming the file and key on bad data.
   static Catalog load(const std::filesystem::path& directory);
+  /// The four catalog files, already read (gpus, networks, instances, storage: config::load_json_file);
+  /// the same checks as load. The catalog fuzz target parses only the file it replaces.
+  static Catalog from_files(const config::JsonFile& gpus, const config::JsonFile& networks, const config::JsonFile& instances,
+                            const config::JsonFile& storage);
   /// The catalog directory: $FMSIM_CATALOG_DIR if set, else the one the build was configured with.
   static std::filesystem::path default_directory();
 
