@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -110,6 +111,7 @@ def main():
                         "generation_s": b["generation"], "forward_s": b["forward"], "update_s": b["update"],
                         "weight_sync_s": b["weight_sync"], "handover_s": b["handover"],
                         "mean_sequence_tokens": doc["mean_prompt_tokens"] + doc["mean_response_tokens"], "published_avg_seq": row["avg_seq"]})
+    shutil.rmtree(tmp, ignore_errors=True)
     ok = [r for r in results if isinstance(r.get("error"), float)]
     lines = ["| row | model | GPUs | policy | measured step | fmsim | error | fmsim generation / forward / update |",
              "|---|---|---:|---|---:|---:|---:|---|"]

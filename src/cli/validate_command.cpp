@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "cleanup.hpp"
 #include "progress.hpp"
 
 #include "fmsim/cli/commands.hpp"
@@ -59,6 +60,38 @@ std::string self_path() {
   self[length] = '\0';
   return self;
 }
+
+/// A private copy of this executable for the scripts to run: a rebuild of build/fmsim while the validation
+/// runs (the linker replaces the file) would otherwise stop a script or mix two binaries in one set of
+/// tables. Removed when the validation ends, or by the cleanup handlers if a signal ends it.
+class ExecutableSnapshot {
+ public:
+  ExecutableSnapshot() {
+    namespace fs = std::filesystem;
+    std::string name = (fs::temp_directory_path() / "fmsim-validate-XXXXXX").string();
+    const int fd = ::mkstemp(name.data());
+    if (fd < 0) throw InternalError("fmsim validate: cannot create a temporary file in " + fs::temp_directory_path().string() + ": " + std::strerror(errno));
+    ::close(fd);
+    path_ = name;
+    cleanup_ = register_temporary(path_);
+    std::error_code error;
+    fs::copy_file(self_path(), path_, fs::copy_options::overwrite_existing, error);
+    if (!error) fs::permissions(path_, fs::perms::owner_read | fs::perms::owner_exec, fs::perm_options::replace, error);
+    if (error) throw InternalError("fmsim validate: cannot copy the fmsim executable to " + path_ + ": " + error.message());
+  }
+  ~ExecutableSnapshot() {
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);
+    forget_temporary(cleanup_);
+  }
+  ExecutableSnapshot(const ExecutableSnapshot&) = delete;
+  ExecutableSnapshot& operator=(const ExecutableSnapshot&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int cleanup_ = -1;
+};
 
 /// Runs a program with this process's stderr, its stdout sent to stderr too (progress, not results), and
 /// returns its exit status; 127: it could not be started. It dies with fmsim.
@@ -138,7 +171,8 @@ int run_validate(const ValidateOptions& o) {
   fs::create_directories(o.out_dir, error);
   if (error || !fs::is_directory(o.out_dir)) throw InputError("--out '" + o.out_dir + "': cannot create the directory (" + error.message() + ")");
   const fs::path out(o.out_dir);
-  const std::string fmsim = self_path();
+  const ExecutableSnapshot snapshot;
+  const std::string& fmsim = snapshot.path();
   std::string summary;
   for (const Category* c : chosen) {
     progress()->info("validate: {} ({}) ...", c->name, c->took);

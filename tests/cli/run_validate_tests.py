@@ -4,14 +4,17 @@ writes its tables and raw rows and one validation.md, prints the category's grou
 same as the script's own run; bad input (an unknown category, a missing or malformed measurements file,
 --bands without the three categories the bands need) exits 2 with one message and writes nothing.
 Usage: run_validate_tests.py FMSIM SOURCE_DIR"""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 
 from cli_support import FMSIM, SOURCE as SRC, run, run_tests, test, write
 
 TMP = tempfile.mkdtemp(prefix="fmsim-validate-tests-")
+atexit.register(shutil.rmtree, TMP, True)
 MEASUREMENTS = os.path.normpath(os.path.join(SRC, "..", "shared", "calibration", "measurements.json"))
 
 
