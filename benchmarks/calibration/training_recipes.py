@@ -5,6 +5,7 @@ BF16 layers of the low-precision recipes, precision presets, SFT packing, LoRA) 
 each file with its source; a row's scenario names its recipe in `training.recipe` and fmsim merges the
 variant for the row's GPU, precision and layout under the row's own settings (docs/formats.md, "Recipe
 files"). Only how the tables name things stays here."""
+import functools
 import json
 import os
 
@@ -41,21 +42,29 @@ MBRIDGE_PRECISION = load_presets("megatron-bridge")
 NEMO2407_PRECISION = load_presets("nemo")
 
 
-def recipe_reference(name, release=None):
-    """"STACK/MODEL@RELEASE" for a recipe file of configs/recipes/ (without @ when the file does not list the
-    release: then fmsim uses the file's last release), or None when there is no such file."""
+@functools.lru_cache(maxsize=None)
+def load_recipe(name):
+    """The recipe file configs/recipes/NAME.json ("STACK/MODEL"), read once; None when there is no such file."""
     path = os.path.join(RECIPES_DIR, name + ".json")
     if not os.path.exists(path):
         return None
     with open(path) as f:
-        releases = [r["release"] for r in json.load(f)["releases"]]
+        return json.load(f)
+
+
+def recipe_reference(name, release=None):
+    """"STACK/MODEL@RELEASE" for a recipe file of configs/recipes/ (without @ when the file does not list the
+    release: then fmsim uses the file's last release), or None when there is no such file."""
+    recipe = load_recipe(name)
+    if recipe is None:
+        return None
+    releases = [r["release"] for r in recipe["releases"]]
     return f"{name}@{release}" if release in releases else name
 
 
 def recipe_sets(reference, key):
     """Whether the recipe file of a "STACK/MODEL[@RELEASE]" reference sets training `key` in its common settings."""
-    with open(os.path.join(RECIPES_DIR, reference.split("@")[0] + ".json")) as f:
-        return key in json.load(f).get("common", {}).get("training", {})
+    return key in load_recipe(reference.split("@")[0]).get("common", {}).get("training", {})
 
 
 def fine_tuning_settings(workload, flops_per_row=False):

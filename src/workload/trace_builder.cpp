@@ -139,26 +139,28 @@ class RankBuilder {
     f.node = dp_.deepspeed() ? dp_.gather_tensors(layer, f.node) : dp_.wait_for_bucket(f.gathers, layer, f.node, true);
     return casting_weights(detail::layer_forward_pieces(w_, rank_, c_, layer), f.microbatch == 0);
   }
-  /// The pieces, emitting with TraceWriter::weight_cast_bytes of a pass that is (or not) the chunk's
-  /// first micro-batch (forward and backward pieces of different passes interleave under combined 1F1B,
-  /// so each piece sets it for itself).
+  /// Runs `emit` with TraceWriter::weight_cast_bytes of a pass that is (or not) the chunk's first
+  /// micro-batch (low_precision.hpp), and returns its last node.
+  template <typename Emit>
+  int casting_weights(bool first_microbatch, Emit&& emit) {
+    w_.weight_cast_bytes = weight_cast_bytes_per_element(w_.s.training, w_.s.cluster.gpu.sm_version, first_microbatch);
+    const int node = emit();
+    w_.weight_cast_bytes = 0;
+    return node;
+  }
+  /// The pieces, each emitting as above (forward and backward pieces of different passes interleave under
+  /// combined 1F1B, so each piece sets the cast for itself).
   detail::LayerPieces casting_weights(detail::LayerPieces pieces, bool first_microbatch) {
-    const double bytes = weight_cast_bytes_per_element(w_.s.training, w_.s.cluster.gpu.sm_version, first_microbatch);
     for (auto& piece : pieces) {
-      piece.emit = [&w = w_, bytes, emit = std::move(piece.emit)](int after) {
-        w.weight_cast_bytes = bytes;
-        const int node = emit(after);
-        w.weight_cast_bytes = 0;
-        return node;
+      piece.emit = [this, first_microbatch, emit = std::move(piece.emit)](int after) {
+        return casting_weights(first_microbatch, [&] { return emit(after); });
       };
     }
     return pieces;
   }
   void forward_finish(Pass& f) {
     if (stages_[f.stage].mtp > 0) {
-      w_.weight_cast_bytes = weight_cast_bytes_per_element(w_.s.training, w_.s.cluster.gpu.sm_version, f.microbatch == 0);
-      f.node = detail::mtp_forward(w_, rank_, c_, stages_[f.stage].mtp, f.node);
-      w_.weight_cast_bytes = 0;
+      f.node = casting_weights(f.microbatch == 0, [&] { return detail::mtp_forward(w_, rank_, c_, stages_[f.stage].mtp, f.node); });
     }
     if (f.stage == stages() - 1) {
       const double t = w_.tokens, v = w_.vocab_padded / static_cast<double>(w_.s.parallelism.tp);
@@ -188,9 +190,7 @@ class RankBuilder {
       b.node = w_.gemm(rank_, "logits.wgrad", w_.s.model.hidden, v, t, false, {b.node});
     }
     if (stages_[b.stage].mtp > 0) {
-      w_.weight_cast_bytes = weight_cast_bytes_per_element(w_.s.training, w_.s.cluster.gpu.sm_version, false);
-      b.node = detail::mtp_backward(w_, rank_, c_, stages_[b.stage].mtp, b.node);
-      w_.weight_cast_bytes = 0;
+      b.node = casting_weights(false, [&] { return detail::mtp_backward(w_, rank_, c_, stages_[b.stage].mtp, b.node); });
     }
     b.reduce_now = w_.s.training.overlap_grad_reduce &&
                    (microbatch == p.microbatches - 1 || p.sharding == Sharding::optim_grads ||

@@ -80,14 +80,14 @@ int TraceWriter::gemm(int rank, const std::string& name, double m, double n, dou
     const std::string s(suffix);
     return name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
   };
-  const bool wgrad = ends_with(".wgrad");
+  const bool wgrad = ends_with(".wgrad"), dgrad = ends_with(".dgrad");
   if (low && !wgrad) node.bytes = quantize_bytes_per_element(s.training, s.cluster.gpu.sm_version) * m * k * repeat;
   // The chunk's first micro-batch of the step (every one under disable_parameter_transpose_cache): a
   // forward GEMM also makes its weight's (n x k per distinct weight) quantized copies.
-  if (low && !wgrad && !ends_with(".dgrad")) node.bytes += weight_cast_bytes * n * k * (weights > 0 ? weights : repeat);
+  if (low && !wgrad && !dgrad) node.bytes += weight_cast_bytes * n * k * (weights > 0 ? weights : repeat);
   // Transformer Engine runs the backward FP8 GEMMs with the split (FP32-promoting) accumulator and the
   // forward ones with fast accumulation (recipe MMParams: fprop False, dgrad and wgrad True).
-  node.fp8_split_accumulator = node.fp8 && (wgrad || ends_with(".dgrad"));
+  node.fp8_split_accumulator = node.fp8 && (wgrad || dgrad);
   // MXFP8 GEMMs read a UE8M0 scale per 32 elements of each operand (GpuSpec::gemm_mxfp8_rate).
   node.fp8_block_scaled = node.fp8 && s.training.fp8_recipe == Fp8Recipe::mxfp8;
   node.repeat = repeat;
