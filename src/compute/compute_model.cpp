@@ -8,7 +8,7 @@ namespace fmsim::compute {
 double attention_efficiency(int sm_version, bool backward, double mean_span) {
   const double asymptote = sm_version >= 90 ? (backward ? 0.535 : 0.663) : (backward ? 0.59 : 0.75);
   if (mean_span <= 0) return asymptote;
-  return asymptote * mean_span / (mean_span + kAttentionSpanOverhead) / (1.0 + kAttentionCausalTile / (2.0 * mean_span));
+  return asymptote * mean_span / (mean_span + kAttentionSpanOverhead) / (1.0 + kAttentionCausalDiagonalKeys / (2.0 * mean_span));
 }
 
 double flash2_attention_efficiency(int sm_version, bool backward, double mean_span) {
@@ -18,11 +18,15 @@ double flash2_attention_efficiency(int sm_version, bool backward, double mean_sp
   return attention_efficiency(sm_version, backward, mean_span) * flash2_asymptote / fused_asymptote;
 }
 
-double attention_head_dim_factor(bool backward, double head_dim) {
-  if (head_dim <= 0 || head_dim >= 128) return 1.0;
-  head_dim = std::max(head_dim, 1.0);
+double attention_head_dim_factor(bool backward, double head_dim, double exp_rate) {
+  if (head_dim <= 0) head_dim = 128;
+  exp_rate = std::max(exp_rate, 1e-3);
+  const double d = std::clamp(head_dim, 1.0, 128.0);
   const double d0 = backward ? kAttentionHeadDimOverheadBackward : kAttentionHeadDimOverheadForward;
-  return head_dim * (128.0 + d0) / (128.0 * (head_dim + d0));
+  const double exp_share = backward ? kAttentionExpShareBackward : kAttentionExpShareForward;
+  double factor = d * (128.0 + d0) / (128.0 * (d + d0 - exp_share * (1.0 - 1.0 / exp_rate)));
+  if (backward && head_dim > 128) factor /= 1.0 + kAttentionWideHeadBackwardSlope * (head_dim - 128.0) / 128.0;
+  return factor;
 }
 
 double fp8_split_accumulator_efficiency(int sm_version) { return sm_version == 90 ? 1.0 / 1.15 : 1.0; }
@@ -89,7 +93,7 @@ double ComputeModel::attention_s(double flops, bool backward, double mean_span, 
                                    : attention_efficiency(gpu_.sm_version, backward, mean_span);
   // The head-dim factor is cuDNN's on Hopper and later (its source); FlashAttention-2 (Ampere's fused kernel,
   // or PyTorch SDPA's) keeps its own curve.
-  const double head_dim_factor = !flash2 && gpu_.sm_version >= 90 ? attention_head_dim_factor(backward, head_dim) : 1.0;
+  const double head_dim_factor = !flash2 && gpu_.sm_version >= 90 ? attention_head_dim_factor(backward, head_dim, gpu_.attention_exp_rate) : 1.0;
   return flops / (gpu_.bf16_dense_flops * gpu_.sustained_clock_fraction * efficiency *
                   head_dim_factor * sm_share) +
          kGemmFixedOverhead_s;

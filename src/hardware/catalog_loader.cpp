@@ -100,6 +100,10 @@ class CatalogLoader {
       if (entry.has("sustained_clock_fraction")) {
         gpu.sustained_clock_fraction = number(entry, "sustained_clock_fraction", gpu.sources, 1.5, "a clock ratio in (0, 1.5]");
       }
+      if (entry.has("attention_exp_rate")) {
+        gpu.attention_exp_rate = number(entry, "attention_exp_rate", gpu.sources, 4, "an exponential-rate ratio in (0, 4]");
+        if (gpu.attention_exp_rate <= 0) entry.fail("attention_exp_rate", "an exponential-rate ratio in (0, 4]");
+      }
       if (entry.has("gemm_fp4_peak_efficiency")) {
         if (gpu.fp4_dense_flops <= 0) entry.fail("gemm_fp4_peak_efficiency", "only with fp4_dense (a GPU with FP4 tensor cores)");
         gpu.gemm_fp4_peak_efficiency = fraction(entry, "gemm_fp4_peak_efficiency", gpu.sources);

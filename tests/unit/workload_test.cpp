@@ -244,18 +244,25 @@ TEST_CASE("GEMM times reproduce the H100 and GB200 cuBLASLt microbenchmarks", "[
   CHECK(h100.memory_s(2.9e9) == Approx(1e-3).epsilon(0.05));  // STREAM ~2.9-3.0 TB/s
 }
 
-TEST_CASE("attention efficiency follows FlashAttention-3's causal curve over sequence length", "[compute]") {
-  // Shah et al. 2024 (FlashAttention-3), fig. 5, H100 SXM5, BF16, head dim 128, causal forward, TFLOPS.
-  const std::vector<std::pair<double, double>> causal_tflops{{512, 292}, {1024, 423}, {2048, 521}, {4096, 579}, {8192, 602}, {16384, 616}};
-  const double peak_tflops = test::catalog().gpu("H100-SXM").bf16_dense_flops / 1e12;
-  double previous = 0;
+TEST_CASE("attention efficiency follows cuDNN's causal curve over sequence length on Hopper", "[compute]") {
+  // Transformer Engine runs cuDNN's fused attention on Hopper and later. cuDNN-frontend's
+  // sdpa_benchmark_training on H200 (cuDNN 9.19, Llama 3.1's 64 heads / 8 KV heads, head dim 128, causal
+  // forward, TFLOPS): 2k 484, 4k 591, 8k 644, 16k 673, 32k 688. The curve (its e_max from FlashAttention-3
+  // on H100, which the H100 training rows were calibrated with) runs 5-8 % below this newer cuDNN, evenly:
+  // the shape over sequence length is what the causal and span terms set.
+  const std::vector<std::pair<double, double>> causal_tflops{{2048, 484}, {4096, 591}, {8192, 644}, {16384, 673}, {32768, 688}};
+  const double peak_tflops = test::catalog().gpu("H200-SXM").bf16_dense_flops / 1e12;
+  double previous = 0, lowest = 10, highest = 0;
   for (const auto& [seq, measured] : causal_tflops) {
     const double predicted = compute::attention_efficiency(90, false, seq / 2) * peak_tflops;
     INFO("seq " << seq << ": " << predicted << " TFLOPS against " << measured);
-    CHECK(std::abs(predicted / measured - 1) < 0.05);
+    CHECK(std::abs(predicted / measured - 1) < 0.10);
     CHECK(predicted > previous);  // longer loops amortise the fixed cost
     previous = predicted;
+    lowest = std::min(lowest, predicted / measured);
+    highest = std::max(highest, predicted / measured);
   }
+  CHECK(highest / lowest < 1.05);
   // No span: the long-sequence asymptote; the backward keeps FA3's backward/forward ratio.
   CHECK(compute::attention_efficiency(90, false, 0) > compute::attention_efficiency(90, false, 1e6) - 1e-3);
   CHECK(compute::attention_efficiency(90, true, 4096) / compute::attention_efficiency(90, false, 4096) == Approx(0.535 / 0.663));
@@ -280,12 +287,13 @@ TEST_CASE("attention below head dim 128 runs at cuDNN's published lower efficien
   // head dim 64 against 595 at 128, backward 433 against 518.
   CHECK(compute::attention_head_dim_factor(false, 64) == Approx(413.0 / 595.0).epsilon(0.01));
   CHECK(compute::attention_head_dim_factor(true, 64) == Approx(433.0 / 518.0).epsilon(0.01));
-  // 128 is the curve's own head dim; above it, and where it is not known, nothing changes.
+  // 128 is the curve's own head dim; where it is not known nothing changes; above it the forward keeps its
+  // rate and the backward slows (attention_kernel_test.cpp).
+  CHECK(compute::attention_head_dim_factor(false, 192) == 1.0);
   for (bool backward : {false, true}) {
     CHECK(compute::attention_head_dim_factor(backward, 128) == 1.0);
-    CHECK(compute::attention_head_dim_factor(backward, 192) == 1.0);
     CHECK(compute::attention_head_dim_factor(backward, 0) == 1.0);
-    // A wider head never runs a pair slower per FLOP.
+    // Up to 128 a wider head never runs a pair slower per FLOP.
     CHECK(compute::attention_head_dim_factor(backward, 96) > compute::attention_head_dim_factor(backward, 64));
   }
   // The kernel time scales by the factor's inverse (less the fixed launch cost).

@@ -25,12 +25,16 @@ inline constexpr double kMemoryKernelOverhead_s = 2.0e-6;
 /// Fused (flash) attention efficiency, fraction of the BF16 dense peak, head dim 128, as a function of
 /// `mean_span`, the keys one query attends to within the kernel (causal: about seq/2). Two costs below
 /// the asymptote: each thread block pays a fixed prologue/epilogue worth kAttentionSpanOverhead keys of
-/// its loop, and the causal diagonal tiles run whole (kAttentionCausalTile / 2 wasted keys per query):
-///   e(L) = e_max x L / (L + kAttentionSpanOverhead) / (1 + kAttentionCausalTile / (2 L)).
+/// its loop, and the causal diagonal costs kAttentionCausalDiagonalKeys / 2 keys per query:
+///   e(L) = e_max x L / (L + kAttentionSpanOverhead) / (1 + kAttentionCausalDiagonalKeys / (2 L)).
 /// Hopper/Blackwell e_max: forward 0.663, set with the overhead from FlashAttention-3 on H100
-/// (Shah et al. 2024, fig. 5, head dim 128: non-causal 472 TFLOPS at seq 512 and 648 at 16k, causal 292 /
-/// 423 / 521 / 579 / 602 / 616 from 512 to 16k; the model gives 289 / 414 / 513 / 577 / 614 / 635);
-/// backward e_max 0.535, the FA3 backward/forward ratio at long sequences (~500 against ~620).
+/// (Shah et al. 2024, fig. 5, head dim 128: non-causal 472 TFLOPS at seq 512 and 648 at 16k, causal
+/// 521 / 579 / 602 / 616 from 2k to 16k); backward e_max 0.535, the FA3 backward/forward ratio at long
+/// sequences (~500 against ~620). Transformer Engine runs cuDNN's kernels on Hopper and later (it
+/// disables FlashAttention there "for performance reasons", dot_product_attention/utils.py at v2.9);
+/// cuDNN 9.19 on H200 runs 4-9 % above this curve at long sequences (the H100 training rows, on the
+/// older cuDNN of their containers, were calibrated with it), and its causal kernels fall behind
+/// non-causal ones at short sequences more than FA3's did (kAttentionCausalDiagonalKeys).
 /// Ampere: FlashAttention-2 on A100, 0.75 / 0.59 (Dao 2023, figs. 4-5: up to 73 % forward, ~63 % backward).
 /// `mean_span` <= 0: a long sequence (e_max). (The FA2 figures in calibration
 /// hw-azure-nd_h100_v5-microbench, 0.33, are FA2 on Hopper, which Transformer Engine does not use.)
@@ -39,35 +43,55 @@ double attention_efficiency(int sm_version, bool backward, double mean_span);
 /// FlashAttention-2's asymptotic efficiency on Hopper and later (PyTorch SDPA's flash backend, which is
 /// FA2 and not FA3 there), forward / backward, fraction of the BF16 dense peak. Forward: 327.9 TFLOPS in
 /// calibration hw-azure-nd_h100_v5-microbench ("Flash Attention 2.0", head dim 128, batch 2, seq 8192),
-/// read as causal with 4,096 keys per query, i.e. 0.331 of 989 TFLOPS at that span's factor 0.937 of the
-/// curve above -> 0.353. Backward: FA2's backward/forward ratio on A100 (0.59 / 0.75, Dao 2023), 0.278.
+/// read as causal with 4,096 keys per query, i.e. 0.331 of 989 TFLOPS at that span's factor 0.909 of the
+/// curve above -> 0.364. Backward: FA2's backward/forward ratio on A100 (0.59 / 0.75, Dao 2023), 0.286.
 /// On Ampere FA2 is the fused kernel already (same curve).
-inline constexpr double kFlash2HopperForward = 0.353;
-inline constexpr double kFlash2HopperBackward = 0.278;
+inline constexpr double kFlash2HopperForward = 0.364;
+inline constexpr double kFlash2HopperBackward = 0.286;
 /// The same curve as attention_efficiency with FlashAttention-2's asymptote.
 double flash2_attention_efficiency(int sm_version, bool backward, double mean_span);
 
 /// Keys of the attention loop that one thread block's fixed cost is worth (fitted with e_max above to
 /// the FA3 curve: non-causal seq 512 runs at 0.71 of its 16k speed).
 inline constexpr double kAttentionSpanOverhead = 208.0;
-/// Key-block size of the fused attention kernels (FA3 / cuDNN use 128-key tiles for head dim 128).
-inline constexpr double kAttentionCausalTile = 128.0;
+/// What the causal mask costs, in keys per query x 2: the 128-key diagonal tile runs whole (64 wasted
+/// keys per query), the masked tiles cost more than open ones, and causal query tiles carry uneven work
+/// (1 to s/128 key tiles), which leaves the last wave of a short sequence partly idle. Fitted to
+/// cuDNN-frontend's sdpa_benchmark_training (benchmarks/calibration/published_cudnn_sdpa.json: causal
+/// against no-mask on H200, GB200 and GB300, seq 2,048-32,768): best fit 368, taken as 384 (three
+/// tiles); causal runs 12-20 % below non-causal at seq 2k and 4-8 % at 8k there, where the single
+/// half-tile (128) gave 3 % and 1 %. It also prices a sliding window's banded kernel (GPT-OSS's window
+/// of 128 on GB200: 161-167 TFLOPS measured, 172 modelled; 292 with the half tile).
+inline constexpr double kAttentionCausalDiagonalKeys = 384.0;
 
 /// Head dimension: per query-key pair a fused attention kernel does 4 x head_dim FLOPs of matrix products
 /// but one exponential and the online-softmax rescaling, on units that do not scale with head_dim; below
-/// 128 that fixed per-pair cost is a larger share. Efficiency relative to head dim 128:
-///   f(d) = d (128 + d0) / (128 (d + d0)),  d <= 128 (1 above: see below).
-/// d0 from cuDNN's fused attention on H100 (FlashAttention-3 paper, Shah et al. 2024, fig. 5-6, BF16,
-/// seq 16k, cuDNN series): forward 413 TFLOPS at head dim 64 against 595 at 128 (0.694 -> d0 = 101),
-/// backward 433 against 518 (0.836 -> d0 = 31). cuDNN-frontend's sdpa_benchmark_training on H200 agrees
-/// (GPT-OSS's shape, head dim 64: 310-358 forward, 264-303 backward, against 484-688 and 370-581 for
-/// Llama 3.1's head dim 128). Above 128 the kernels change tiles (FA3's head dim 256 runs 1.17x its 128)
-/// and no cuDNN figure is at hand: held at 1. No head-dim-64 figure for full attention on Blackwell
-/// was found; Hopper's d0 is used there.
+/// 128 that fixed per-pair cost is a larger share. With the fixed cost worth d0 of head dim, of which
+/// d_exp is the exponential (the SFU's MUFU.EX2), running at `exp_rate` times Blackwell's rate:
+///   f(d) = d (128 + d0) / (128 (d + d0 - d_exp (1 - 1 / exp_rate))),  d <= 128,
+/// relative to head dim 128 at exp_rate 1. d0 from cuDNN's fused attention on H100 (FlashAttention-3
+/// paper, Shah et al. 2024, fig. 5-6, BF16, seq 16k, cuDNN series): forward 413 TFLOPS at head dim 64
+/// against 595 at 128 (0.694 -> d0 = 101), backward 433 against 518 (0.836 -> d0 = 31). cuDNN-frontend's
+/// sdpa_benchmark_training on H200 agrees (GPT-OSS's shape, head dim 64: 310-358 forward, 264-303
+/// backward, against 484-688 and 370-581 for Llama 3.1's head dim 128).
 inline constexpr double kAttentionHeadDimOverheadForward = 101.0;
 inline constexpr double kAttentionHeadDimOverheadBackward = 31.0;
-/// f(d) above; `head_dim` <= 0 (not known) or >= 128: 1.
-double attention_head_dim_factor(bool backward, double head_dim);
+/// The exponential's share of d0 (d_exp above): Blackwell Ultra doubles the SFU's exponential rate
+/// (GpuSpec::attention_exp_rate), and cuDNN's kernels on GB300 run 1.12-1.26x (forward) and 1.06-1.22x
+/// (backward) GB200's at identical shapes (benchmarks/calibration/published_cudnn_sdpa.json, head dims
+/// 128 and 192/128, seq 2k-32k; same datasheet BF16 peak): the fit over all rows gives 76 of the
+/// forward's 101 and all 31 of the backward's (the backward recomputes P = exp(S - LSE), one
+/// exponential per pair, and its other per-pair work is elementwise on the same units).
+inline constexpr double kAttentionExpShareForward = 76.0;
+inline constexpr double kAttentionExpShareBackward = 31.0;
+/// Above head dim 128 the forward keeps its efficiency (cuDNN-frontend: DeepSeek-V3's 192/128 and
+/// Qwen3.5's 256 run at Llama 3.1's 128 within a few percent on GB200 and GB300), but the backward's
+/// dQ/dK/dV accumulators force smaller tiles: per FLOP it runs 1 / (1 + slope x (d - 128) / 128) of head
+/// dim 128's rate, slope fitted to DeepSeek-V3's and Kimi K2.6's MLA shapes (192/128, d = 160) on GB200
+/// and GB300 (backward 0.42-0.48 of peak on GB200 against 0.49-0.56 for head dim 128).
+inline constexpr double kAttentionWideHeadBackwardSlope = 0.6;
+/// f(d) above (and the wide-head backward term); `head_dim` <= 0 (not known): 1 at exp_rate 1.
+double attention_head_dim_factor(bool backward, double head_dim, double exp_rate = 1.0);
 
 /// FLOPs a fused attention backward kernel executes, as a multiple of the forward's: five matmuls
 /// (S = QK^T recomputed, dV, dP, dQ, dK) against the forward's two. The efficiencies above are quoted

@@ -38,6 +38,9 @@ struct GpuSpec {
   /// Tensor-core clock this GPU sustains in multi-GPU training at its power limit, relative to the clock of
   /// the GEMM microbenchmark its gemm_peak_efficiency came from (1 = the same); scales GEMM and attention.
   double sustained_clock_fraction = 1.0;
+  /// Exponential throughput of the special-function units relative to Blackwell's (Hopper and Blackwell 1;
+  /// Blackwell Ultra 2): the share of fused attention's per-pair cost that is the softmax's exponential.
+  double attention_exp_rate = 1.0;
   double hbm_achievable_fraction = 0;           ///< STREAM-like achieved fraction of HBM bandwidth
   double tdp_W = 0;                             ///< board power limit (TDP), watts; 0 = not given
   Sources sources;
