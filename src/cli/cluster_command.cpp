@@ -35,6 +35,7 @@ struct ClusterOptions {
   double failures_per_node_hour = 0, group_failures_per_group_hour = 0, straggler_fraction = 0, straggler_slowdown = 0.10;
   int spares = 0, block_groups = 0;
   bool contention = false;
+  std::string contention_model = "fast";
   std::uint64_t seed = 1;
   MetricsCli metrics;
 };
@@ -219,6 +220,10 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
   if (o.contention && spec.fabric.oversubscription <= 1.0) {
     spdlog::info("--contention: {}'s leaf uplinks are not oversubscribed, so its jobs do not slow each other", spec.name);
   } else if (o.contention) {
+    timing.set_contention_model(o.contention_model == "full"      ? cluster::ContentionModel::full
+                                : o.contention_model == "aligned" ? cluster::ContentionModel::aligned
+                                                                  : cluster::ContentionModel::fast);
+    run.options.contention_model = o.contention_model;
     run.options.contention_at = [&timing, &run](const std::vector<int>& jobs, const std::vector<std::vector<int>>& nodes) {
       std::vector<const cluster::JobSpec*> specs;
       for (int j : jobs) specs.push_back(&run.jobs[j]);
@@ -231,7 +236,14 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
     throw InputError(o.jobs_file + ": " + error.what());
   }
   if (timing.simulations() > 0) spdlog::info("{} training-step simulations for the scenario jobs' placements", timing.simulations());
-  if (timing.contention_simulations() > 0) spdlog::info("{} shared-fabric simulations for the neighbourhoods of scenario jobs", timing.contention_simulations());
+  if (timing.contention_simulations() > 0) {
+    if (timing.contention_model() == cluster::ContentionModel::full) {
+      spdlog::info("{} shared-fabric simulations for the neighbourhoods of scenario jobs", timing.contention_simulations());
+    } else {
+      spdlog::info("{} neighbourhoods of scenario jobs priced by the fast contention model ({} step replays)", timing.contention_simulations(),
+                   timing.fast_replays());
+    }
+  }
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   // Rendered before anything is written, so a failure leaves no partial set of outputs.
   const std::string json = o.json_file.empty() ? "" : cluster::to_json(run).dump(2) + "\n";
@@ -273,7 +285,12 @@ void register_cluster(CLI::App& app, const GlobalOptions& globals, Action& actio
   sub->add_option("--straggler-detect", o->straggler_detect,
                   "evict a straggler once a job has trained this long beside it (default 0: never; MegaScale finds and diagnoses within 10min)");
   sub->add_flag("--contention", o->contention,
-               "scenario jobs that share leaf switches slow each other (simulated together at full fidelity, memoized per neighbourhood)");
+               "scenario jobs that share leaf switches slow each other (memoized per neighbourhood; --contention-model)");
+  sub->add_option("--contention-model", o->contention_model,
+                  "fast (default): each job's step replayed at the uplink share the others' traffic leaves it on average (random phases); "
+                  "aligned: the same with every job's transfers coinciding (an upper bound); "
+                  "full: the jobs replayed together at full fidelity from a common start (slower)")
+      ->check(CLI::IsMember({"fast", "aligned", "full"}));
   sub->add_option("--spares", o->spares, "hot spare nodes held out of scheduling to replace failed nodes of running jobs (default 0)");
   sub->add_option("--rescale", o->rescale, "an elastic job's pause when it shrinks or grows (default 60s)");
   sub->add_option("--kueue", o->kueue, "Kubernetes + Kueue admission: ClusterQueue/LocalQueue YAML (quotas, cohorts, preemption); jobs' queue names their queue");

@@ -93,6 +93,13 @@ json group_failures(const ClusterRun& run) {
   return out;
 }
 
+json contention_json(const ClusterRun& run) {
+  json c{{"simulated", static_cast<bool>(run.options.contention_at)},
+         {"gpu_hours", run.result.contention_node_s * run.shape.gpus_per_node / 3600}};
+  if (run.options.contention_at) c["model"] = run.options.contention_model;
+  return c;
+}
+
 }  // namespace
 
 json to_json(const ClusterRun& run) {
@@ -146,7 +153,7 @@ json to_json(const ClusterRun& run) {
                             {"stragglers", {{"fraction", run.options.failures.straggler_fraction}, {"slowdown", run.options.failures.straggler_slowdown},
                                             {"nodes", r.stragglers}, {"gpu_hours", r.straggler_node_s * gpn / 3600},
                                             {"detect_s", run.options.failures.straggler_detect_s}, {"evictions", evictions_json(run)}}}}},
-              {"contention", {{"simulated", static_cast<bool>(run.options.contention_at)}, {"gpu_hours", r.contention_node_s * gpn / 3600}}},
+              {"contention", contention_json(run)},
               {"jobs", run.jobs.size()},
               {"completed", t.jcts.size()},
               {"makespan_s", r.makespan_s},
@@ -240,8 +247,8 @@ std::string to_text(const ClusterRun& run) {
     out += line;
   }
   if (run.options.contention_at) {
-    std::snprintf(line, sizeof line, "  contention: %.0f GPU-hours of jobs' run time added by neighbours' traffic on shared leaf uplinks\n",
-                  r.contention_node_s * run.shape.gpus_per_node / 3600);
+    std::snprintf(line, sizeof line, "  contention (%s model): %.0f GPU-hours of jobs' run time added by neighbours' traffic on shared leaf uplinks\n",
+                  run.options.contention_model.c_str(), r.contention_node_s * run.shape.gpus_per_node / 3600);
     out += line;
   }
   if (!r.stragglers.empty()) {

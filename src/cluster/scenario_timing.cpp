@@ -85,6 +85,16 @@ std::vector<double> ScenarioTiming::contention_factors(const std::vector<const J
   std::vector<double> by_shape;
   if (auto hit = contention_memo_.find(key); hit != contention_memo_.end()) {
     by_shape = hit->second;
+  } else if (contention_model_ != ContentionModel::full) {
+    std::vector<const JobSpec*> sorted_jobs;
+    std::vector<std::vector<int>> sorted_nodes;
+    for (const auto& [shape, index] : shaped) {
+      sorted_jobs.push_back(jobs[index]);
+      sorted_nodes.push_back(nodes[index]);
+    }
+    by_shape = fast_contention_factors(sorted_jobs, sorted_nodes);
+    ++contention_simulations_;
+    contention_memo_.emplace(key, by_shape);
   } else {
     try {
       std::vector<training::FabricJob> fabric_jobs;

@@ -10,12 +10,12 @@ namespace fmsim::training {
 
 namespace tuning = collectives::tuning;
 
-NetworkModel::NetworkModel(const workload::Trace& trace, const topology::ClusterGraph& cluster)
+NetworkModel::NetworkModel(const workload::Trace& trace, const topology::ClusterGraph& cluster, double rail_bandwidth_scale)
     : trace_(trace), cluster_(cluster) {
   const auto& spec = cluster.spec;
   simulated_.insert(trace.ranks.begin(), trace.ranks.end());
   oversubscribed_ = spec.fabric.oversubscription > 1.0 && cluster.leaf_groups() > 1;
-  const double rail_Bps = spec.rail_bandwidth_Bps() * tuning::kNetworkEfficiency;
+  const double rail_Bps = spec.rail_bandwidth_Bps() * tuning::kNetworkEfficiency * rail_bandwidth_scale;
   for (int rank : trace.ranks) {
     const std::string name = "rank" + std::to_string(rank);
     rank_host_[rank] = static_cast<int>(platform_.hosts.size());
@@ -112,13 +112,14 @@ const collectives::CollectiveCost& NetworkModel::cost(const workload::Communicat
   return costs_.emplace(key, collectives::collective_cost(layout(comm), op, bytes)).first->second;
 }
 
-void NetworkModel::fill_collective(engine::SimTask& task, const workload::Communicator& comm, const workload::TraceNode& node,
+NetworkModel::RailTraffic NetworkModel::fill_collective(engine::SimTask& task, const workload::Communicator& comm, const workload::TraceNode& node,
                                    bool joint) {
   const auto& c = cost(comm, node.op, node.comm_bytes);
   task.delay_s = c.fixed_s;
   task.overlap_delay_s = c.nvlink_s;
-  if (c.net_bytes_per_gpu <= 0) return;
+  if (c.net_bytes_per_gpu <= 0) return {};
   const auto& l = layout(comm);
+  const RailTraffic traffic{c.net_bytes_per_gpu, cross_leaf_share(l, c.pattern)};
   if (joint) {
     for (int i = 0; i < l.islands; ++i) {
       for (int k = 0; k < l.ranks_per_island; ++k) {
@@ -137,7 +138,7 @@ void NetworkModel::fill_collective(engine::SimTask& task, const workload::Commun
         }
       }
     }
-    return;
+    return traffic;
   }
   const int me = host_of_rank(node.rank);
   double far_share = 0;
@@ -151,9 +152,29 @@ void NetworkModel::fill_collective(engine::SimTask& task, const workload::Commun
   }
   if (far_share < 1) task.flows.push_back({me, peer_host_.at(node.rank), c.net_bytes_per_gpu * (1 - far_share)});
   if (far_share > 0) task.flows.push_back({me, far_peer_host_.at(node.rank), c.net_bytes_per_gpu * far_share});
+  return traffic;
 }
 
-void NetworkModel::fill_p2p(engine::SimTask& task, int src_rank, int dst_rank, double bytes) {
+double NetworkModel::cross_leaf_share(const collectives::CommLayout& l, collectives::NetPattern pattern) const {
+  if (l.islands < 2) return 0.0;
+  std::vector<int> group(l.islands);
+  for (int i = 0; i < l.islands; ++i) group[i] = cluster_.leaf_group_of_node(l.island_nodes[i].front());
+  double crossing = 0;
+  for (int i = 0; i < l.islands; ++i) {
+    if (pattern == collectives::NetPattern::ring_next) {
+      crossing += group[i] != group[(i + 1) % l.islands] ? 1.0 : 0.0;
+    } else {
+      int far = 0;
+      for (int j = 0; j < l.islands; ++j) far += group[j] != group[i] ? 1 : 0;
+      crossing += static_cast<double>(far) / (l.islands - 1);
+    }
+  }
+  return crossing / l.islands;
+}
+
+
+
+NetworkModel::RailTraffic NetworkModel::fill_p2p(engine::SimTask& task, int src_rank, int dst_rank, double bytes) {
   const auto& spec = cluster_.spec;
   const int src_node = cluster_.node_of_gpu(trace_.rank_gpu.at(src_rank));
   const int dst_node = cluster_.node_of_gpu(trace_.rank_gpu.at(dst_rank));
@@ -161,12 +182,13 @@ void NetworkModel::fill_p2p(engine::SimTask& task, int src_rank, int dst_rank, d
   if (src_node / spec.nvlink_domain_nodes == dst_node / spec.nvlink_domain_nodes) {
     task.delay_s = base + tuning::nvlink_step_latency_s(collectives::Algorithm::ring, collectives::Protocol::simple) +
                    bytes / (spec.gpu.nvlink_bandwidth_per_direction_Bps * tuning::kNvlinkCopyEfficiency);
-    return;
+    return {};
   }
   task.delay_s = base + spec.fabric.message_latency_s;
   const int src = host_of_rank(src_rank), dst = host_of_rank(dst_rank);
   route(src, dst, rail_path(src_rank, dst_rank));
   task.flows.push_back({src, dst, bytes});
+  return {bytes, cluster_.leaf_group_of_node(src_node) != cluster_.leaf_group_of_node(dst_node) ? 1.0 : 0.0};
 }
 
 }  // namespace fmsim::training

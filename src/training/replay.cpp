@@ -1,6 +1,7 @@
 // Lowering a trace to an engine task graph and running it (see step_simulation.hpp).
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <map>
@@ -49,8 +50,8 @@ namespace {
 
 class Lowering {
  public:
-  Lowering(const workload::Trace& trace, const topology::ClusterGraph& cluster)
-      : trace_(trace), cluster_(cluster), net_(trace, cluster) {}
+  Lowering(const workload::Trace& trace, const topology::ClusterGraph& cluster, const ReplayOptions& options)
+      : trace_(trace), cluster_(cluster), net_(trace, cluster, options.rail_bandwidth_scale) {}
 
   engine::SimTaskGraph lower() {
     node_task_.assign(trace_.nodes.size(), -1);
@@ -84,6 +85,8 @@ class Lowering {
 
   const std::vector<int>& node_task() const { return node_task_; }
   NetworkModel& network() { return net_; }
+  /// Tasks of a symmetric trace that put bytes on a simulated GPU's rail (before merging).
+  const std::map<int, NetworkModel::RailTraffic>& rail_traffic() const { return rail_traffic_; }
 
  private:
   int new_task() {
@@ -172,7 +175,8 @@ class Lowering {
       throw InputError("trace: collective node " + std::to_string(node.id) + " on communicator " + std::to_string(comm.id) +
                        " has members without nodes, and the trace is not marked symmetric");
     }
-    net_.fill_collective(graph_.tasks[task], comm, node, joint);
+    const auto traffic = net_.fill_collective(graph_.tasks[task], comm, node, joint);
+    if (!joint && traffic.bytes > 0) rail_traffic_[task] = traffic;
     if (joint) joint_[key] = {task, node.id};
   }
 
@@ -188,7 +192,8 @@ class Lowering {
     }
     int task = new_task();
     node_task_[node.id] = task;
-    net_.fill_p2p(graph_.tasks[task], src, dst, node.comm_bytes);
+    const auto traffic = net_.fill_p2p(graph_.tasks[task], src, dst, node.comm_bytes);
+    if (trace_.symmetric && traffic.bytes > 0) rail_traffic_[task] = traffic;
     waiting[side].push_back(task);
   }
 
@@ -204,11 +209,12 @@ class Lowering {
   std::map<std::pair<int, int>, int> calls_;
   std::map<std::tuple<int, int>, Joint> joint_;
   std::map<std::tuple<int, int, int>, std::array<std::deque<int>, 2>> open_p2p_;  // (src, dst, tag) -> unmatched sends, receives
+  std::map<int, NetworkModel::RailTraffic> rail_traffic_;
 };
 
 }  // namespace
 
-StepResult simulate_step(const workload::Trace& trace, const topology::ClusterGraph& cluster) {
+StepResult simulate_step(const workload::Trace& trace, const topology::ClusterGraph& cluster, const ReplayOptions& options) {
   if (static_cast<int>(trace.rank_gpu.size()) != trace.world) {
     throw InputError("trace: rank_gpu lists " + std::to_string(trace.rank_gpu.size()) + " GPUs for a world of " +
                      std::to_string(trace.world) + " ranks");
@@ -218,7 +224,10 @@ StepResult simulate_step(const workload::Trace& trace, const topology::ClusterGr
       throw InputError("trace: GPU " + std::to_string(gpu) + " is outside the cluster (" + std::to_string(cluster.spec.total_gpus()) + " GPUs)");
     }
   }
-  Lowering lowering(trace, cluster);
+  if (!(options.rail_bandwidth_scale > 0) || !std::isfinite(options.rail_bandwidth_scale)) {
+    throw InternalError("simulate_step: rail bandwidth scale must be positive and finite");
+  }
+  Lowering lowering(trace, cluster, options);
   engine::SimTaskGraph graph = lowering.lower();
   engine::SimPlatform platform = lowering.network().platform();
   ReducedGraph reduced = reduce_pure_delays(graph);
@@ -249,6 +258,21 @@ StepResult simulate_step(const workload::Trace& trace, const topology::ClusterGr
       result.busiest_link = {platform.links[link].name, times.link_bytes[link], utilization};
     }
     if (times.link_bytes[link] > 0) result.links.push_back({platform.links[link].name, times.link_bytes[link], utilization});
+  }
+  // Per simulated GPU: a symmetric trace's network tasks each belong to one simulated rank.
+  for (const auto& [task, traffic] : lowering.rail_traffic()) {
+    const int merged = reduced.task_of[task];
+    const double start = times.start_s[merged] + reduced.member_start_s[task];
+    const double end = reduced.member_end_s[task] < 0 ? times.end_s[merged] : times.start_s[merged] + reduced.member_end_s[task];
+    result.cross_leaf.net_bytes += traffic.bytes;
+    result.cross_leaf.cross_bytes += traffic.bytes * traffic.cross_share;
+    result.cross_leaf.cross_busy_s += (end - start) * traffic.cross_share;
+  }
+  if (!trace.ranks.empty()) {
+    const double ranks = static_cast<double>(trace.ranks.size());
+    result.cross_leaf.net_bytes /= ranks;
+    result.cross_leaf.cross_bytes /= ranks;
+    result.cross_leaf.cross_busy_s /= ranks;
   }
   attribute_time(trace, result);
   return result;

@@ -15,12 +15,18 @@ namespace fmsim::training {
 /// for symmetric peers, leaf uplinks when the fabric is oversubscribed; collective and p2p costs.
 class NetworkModel {
  public:
-  NetworkModel(const workload::Trace& trace, const topology::ClusterGraph& cluster);
+  NetworkModel(const workload::Trace& trace, const topology::ClusterGraph& cluster, double rail_bandwidth_scale = 1.0);
+
+  /// What a task puts on its GPU's rail: bytes per GPU, and the share of them that crosses leaf switches.
+  struct RailTraffic {
+    double bytes = 0;
+    double cross_share = 0;
+  };
 
   bool all_members_simulated(const workload::Communicator& comm) const;
   /// Fills a task for a collective: `joint` (every member simulated) or symmetric (only `node.rank`).
-  void fill_collective(engine::SimTask& task, const workload::Communicator& comm, const workload::TraceNode& node, bool joint);
-  void fill_p2p(engine::SimTask& task, int src_rank, int dst_rank, double bytes);
+  RailTraffic fill_collective(engine::SimTask& task, const workload::Communicator& comm, const workload::TraceNode& node, bool joint);
+  RailTraffic fill_p2p(engine::SimTask& task, int src_rank, int dst_rank, double bytes);
   engine::SimPlatform platform() const { return platform_; }
 
  private:
@@ -31,6 +37,9 @@ class NetworkModel {
   /// Links from the rail of `src_rank`'s GPU to the rail of `dst_gpu` (leaf uplinks when needed).
   std::vector<int> rail_path(int src_rank, int dst_rank);
   const collectives::CommLayout& layout(const workload::Communicator& comm);
+  /// Share of a collective's network bytes that crosses leaf switches: for a ring, the hops between
+  /// islands under different leaves; for all-pairs traffic, the peers under other leaves (mean over islands).
+  double cross_leaf_share(const collectives::CommLayout& l, collectives::NetPattern pattern) const;
   const collectives::CollectiveCost& cost(const workload::Communicator& comm, collectives::Op op, double bytes);
 
   const workload::Trace& trace_;

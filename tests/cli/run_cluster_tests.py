@@ -460,17 +460,18 @@ def with_contention_scattered_jobs_slow_each_other_as_fmsim_contention_says():
     ddp = os.path.join(CONFIGS, "training", "llama3-8b-ddp-p5-os2.json")
     os2 = os.path.join(TOPO, "p5-32node-os2.json")
     eight = jobs_file("eight.jsonl", [{"id": f"j{k}", "nodes": 4, "scenario": ddp, "steps": 1000} for k in range(8)])
-    spread = run_json("cluster", os2, eight, "--placement", "spread", "--contention")
+    spread = run_json("cluster", os2, eight, "--placement", "spread", "--contention", "--contention-model", "full")
     placements = [job["runs"][0]["nodes"] for job in spread["per_job"]]
     shared = run_json("contention", os2, *[a for nodes in placements for a in ("--job", ddp + "@" + ",".join(map(str, nodes)))])
     for job, together in zip(spread["per_job"], shared["jobs"]):
         assert together["slowdown"] > 0.02, together
         assert abs(job["end_s"] - 1000 * together["shared_step_s"]) < 1e-6 * job["end_s"], (job["end_s"], together)
         assert abs(job["contention_s"] - 1000 * (together["shared_step_s"] - together["alone_step_s"])) < 1e-6 * job["end_s"]
-    assert spread["contention"]["simulated"] and spread["contention"]["gpu_hours"] > 0
+    assert spread["contention"]["simulated"] and spread["contention"]["gpu_hours"] > 0 and spread["contention"]["model"] == "full"
     validate_against_schema(spread)
     alone = shared["jobs"][0]["alone_step_s"]
-    for args in (["--placement", "topology", "--contention"], ["--placement", "spread"]):
+    for args in (["--placement", "topology", "--contention"], ["--placement", "topology", "--contention", "--contention-model", "full"],
+                 ["--placement", "spread"]):
         doc = run_json("cluster", os2, eight, *args)
         for job in doc["per_job"]:
             assert abs(job["end_s"] - 1000 * alone) < 1e-6 * job["end_s"] and job["contention_s"] == 0, (args, job)
@@ -478,6 +479,33 @@ def with_contention_scattered_jobs_slow_each_other_as_fmsim_contention_says():
     flat = run_json("cluster", os.path.join(TOPO, "p5-16node.json"), jobs_file("two.jsonl", [
         {"id": f"j{k}", "nodes": 4, "scenario": ddp, "steps": 10} for k in range(2)]), "--placement", "spread", "--contention")
     assert flat["contention"] == {"simulated": False, "gpu_hours": 0}, flat["contention"]
+
+
+@test
+def the_fast_contention_model_reproduces_the_full_one_when_transfers_coincide():
+    # The same eight scattered jobs. `aligned` (every job's cross-leaf transfers at once, as the full model's
+    # common start makes them) replays each job alone at its uplink share: it lands on the full model's
+    # slowdown. `fast` (the default: independent phases, each job's transfers on for its duty) is far
+    # smaller: eight one-node tenants on a four-rail uplink bind only when five or more send at once.
+    ddp = os.path.join(CONFIGS, "training", "llama3-8b-ddp-p5-os2.json")
+    os2 = os.path.join(TOPO, "p5-32node-os2.json")
+    eight = jobs_file("eight-fast.jsonl", [{"id": f"j{k}", "nodes": 4, "scenario": ddp, "steps": 1000} for k in range(8)])
+    slowdown = {}
+    for model in ("fast", "aligned", "full"):
+        doc = run_json("cluster", os2, eight, "--placement", "spread", "--contention", "--contention-model", model)
+        assert doc["contention"]["model"] == model, doc["contention"]
+        validate_against_schema(doc)
+        slowdown[model] = [job["contention_s"] / (job["end_s"] - job["contention_s"]) for job in doc["per_job"]]
+    for fast, aligned, full in zip(slowdown["fast"], slowdown["aligned"], slowdown["full"]):
+        assert full > 0.05, slowdown
+        assert abs(aligned - full) <= 0.1 * full, (aligned, full)
+        assert 0 <= fast < aligned / 5, (fast, aligned)
+    # Packed under their own leaf switches, neither fast model slows anyone.
+    for model in ("fast", "aligned"):
+        doc = run_json("cluster", os2, eight, "--placement", "topology", "--contention", "--contention-model", model)
+        assert all(job["contention_s"] == 0 for job in doc["per_job"]), model
+    out = os.path.join(os.path.dirname(eight), "never.json")
+    expect_bad_input(["cluster", os2, eight, "--contention", "--contention-model", "quick", "--json", out], ["--contention-model", "quick"], out)
 
 
 @test

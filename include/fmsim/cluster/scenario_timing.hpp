@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "fmsim/cluster/job_trace.hpp"
@@ -23,6 +24,13 @@ namespace fmsim::cluster {
 workload::Trace trace_on_nodes(const std::filesystem::path& cluster_file, const topology::ClusterSpec& spec, const std::string& scenario,
                                const std::vector<int>& nodes, const hardware::Catalog& catalog, const std::string& origin, std::optional<bool> all_ranks);
 
+/// How `fmsim cluster --contention` prices jobs that share leaf uplinks: `fast` replays each job's own
+/// step (fast fidelity) with its cross-leaf traffic at the expected uplink share the others leave it
+/// (random phases, uplink_sharing.hpp); `aligned` the same with every other job's transfers coinciding
+/// with its own (an upper bound: jobs started together with identical steps); `full` replays the jobs
+/// together at full fidelity from a common start (training/shared_fabric.hpp).
+enum class ContentionModel { fast, aligned, full };
+
 class ScenarioTiming {
  public:
   /// `cluster_file`, loaded as `spec`: the topology `fmsim cluster` runs on (every scenario is moved onto
@@ -39,17 +47,34 @@ class ScenarioTiming {
   int simulations() const { return simulations_; }
 
   /// For scenario jobs running together (each on its nodes): each one's step alone over its step beside
-  /// the others, both at full fidelity on the engine (training/shared_fabric.hpp). Memoized per
+  /// the others, by the contention model (full: both at full fidelity on the engine,
+  /// training/shared_fabric.hpp; fast: fast_contention_factors). Memoized per
   /// neighbourhood shape: each job's scenario and how many of its nodes sit under each leaf switch, the
   /// switches numbered in order of first use (the rails are alike, so the same shape shares the same links
   /// the same way). A neighbourhood too large to simulate at full fidelity in the memory available runs
   /// without contention (factors 1), with a warning.
   std::vector<double> contention_factors(const std::vector<const JobSpec*>& jobs, const std::vector<std::vector<int>>& nodes);
   int contention_simulations() const { return contention_simulations_; }
+  void set_contention_model(ContentionModel model) { contention_model_ = model; }
+  ContentionModel contention_model() const { return contention_model_; }
+  /// Step replays the fast model ran (each job of a neighbourhood alone, then at its shares; memoized).
+  int fast_replays() const { return fast_replays_; }
   /// Neighbourhoods whose full-fidelity simulation would not fit in memory: they run without contention.
   int contention_skipped() const { return contention_skipped_; }
 
  private:
+  /// The fast model (fast_contention.cpp): each job alone at fast fidelity gives its step, its rail bytes,
+  /// the share crossing leaves and the duty of those transfers; then, to a fixed point, each job's uplink
+  /// stretch beside the others' duties (the slowest of its leaves), its rail share, and its step replayed
+  /// at that share. Returns each job's step alone over its shared step, in the order given.
+  std::vector<double> fast_contention_factors(const std::vector<const JobSpec*>& jobs, const std::vector<std::vector<int>>& nodes);
+  struct FastReplay {
+    double step_s = 0;
+    double cross_share = 0;  ///< of the rail bytes
+    double duty = 0;         ///< cross-leaf transfer time over the step
+  };
+  FastReplay fast_replay(const JobSpec& job, const std::vector<int>& nodes, double rail_scale);
+
   std::filesystem::path cluster_file_;
   const hardware::Catalog& catalog_;
   topology::ClusterSpec spec_;
@@ -59,6 +84,9 @@ class ScenarioTiming {
   std::map<std::vector<std::pair<std::string, std::vector<std::pair<int, int>>>>, std::vector<double>> contention_memo_;
   int contention_simulations_ = 0;
   int contention_skipped_ = 0;
+  ContentionModel contention_model_ = ContentionModel::fast;
+  std::map<std::tuple<std::string, std::vector<int>, long long>, FastReplay> fast_memo_;
+  int fast_replays_ = 0;
 };
 
 }  // namespace fmsim::cluster

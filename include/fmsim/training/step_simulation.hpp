@@ -20,6 +20,23 @@ struct LinkLoad {
   double utilization = 0;  ///< bytes / (bandwidth x step time)
 };
 
+/// Inter-node traffic of one GPU over a step, and the part of it that crosses leaf switches (the leaf
+/// uplinks other jobs may share): bytes, and the seconds the GPU's transfers that carry it were in flight,
+/// each weighted by the share of its bytes that crosses. Per simulated GPU, mean over the simulated ranks;
+/// kept for symmetric (fast-fidelity) traces, zero for full ones.
+struct CrossLeafTraffic {
+  double net_bytes = 0;    ///< bytes the GPU's rail carried (collectives' network part, pipeline sends)
+  double cross_bytes = 0;  ///< of which between leaf switches
+  double cross_busy_s = 0; ///< transfer time weighted by each transfer's crossing share
+};
+
+/// Knobs of one replay.
+struct ReplayOptions {
+  /// Scales every simulated GPU's rail bandwidth (the share of it this job gets beside others' traffic;
+  /// cluster/uplink_sharing.hpp); 1 = alone.
+  double rail_bandwidth_scale = 1.0;
+};
+
 struct StepResult {
   double step_time_s = 0;
   std::map<std::string, double> breakdown_s;  ///< compute, tp_comm, cp_comm, ep_comm, pp_comm, dp_comm, optimizer, bubble
@@ -30,11 +47,12 @@ struct StepResult {
   std::vector<LinkLoad> links;                ///< every simulated link that carried bytes (e.g. "gpu3-rail-up", "leaf0-rail3-up")
   long long tasks = 0, flows = 0;
   int simulated_ranks = 0;
+  CrossLeafTraffic cross_leaf;
 };
 
 /// Throws InputError when the trace does not fit the cluster (ranks beyond its GPUs, unmatched
 /// collectives), InternalError on engine failures.
-StepResult simulate_step(const workload::Trace& trace, const topology::ClusterGraph& cluster);
+StepResult simulate_step(const workload::Trace& trace, const topology::ClusterGraph& cluster, const ReplayOptions& options = {});
 
 /// Time of one compute node from the compute model (or its given duration).
 double compute_node_s(const workload::TraceNode& node, const hardware::GpuSpec& gpu);
