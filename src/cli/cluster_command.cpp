@@ -236,6 +236,8 @@ int run_cluster(const GlobalOptions& globals, const ClusterOptions& o) {
     throw InputError(o.jobs_file + ": " + error.what());
   }
   if (timing.simulations() > 0) spdlog::info("{} training-step simulations for the scenario jobs' placements", timing.simulations());
+  run.contention_neighbourhoods = timing.contention_simulations();
+  run.contention_replays = timing.fast_replays();
   if (timing.contention_simulations() > 0) {
     if (timing.contention_model() == cluster::ContentionModel::full) {
       spdlog::info("{} shared-fabric simulations for the neighbourhoods of scenario jobs", timing.contention_simulations());

@@ -96,7 +96,11 @@ json group_failures(const ClusterRun& run) {
 json contention_json(const ClusterRun& run) {
   json c{{"simulated", static_cast<bool>(run.options.contention_at)},
          {"gpu_hours", run.result.contention_node_s * run.shape.gpus_per_node / 3600}};
-  if (run.options.contention_at) c["model"] = run.options.contention_model;
+  if (run.options.contention_at) {
+    c["model"] = run.options.contention_model;
+    c["neighbourhoods"] = run.contention_neighbourhoods;
+    c["step_replays"] = run.contention_replays;
+  }
   return c;
 }
 

@@ -16,31 +16,43 @@ namespace {
 /// Fixed-point rounds: each job's shared step lengthens its transfers and so raises its duty, which the
 /// others see. Two rounds move the factors of the shipped examples by under 0.1 %.
 constexpr int kFixedPointRounds = 4;
-/// Rail shares closer than this count as equal (no new replay; the memo's quantum).
+/// Rail shares closer than this count as equal (the fixed point has converged).
 constexpr double kShareQuantum = 1e-3;
+/// Spacing of the rail shares replayed (others interpolated between the two nearest).
+constexpr double kShareGrid = 0.02;
 
 }  // namespace
 
 ScenarioTiming::FastReplay ScenarioTiming::fast_replay(const JobSpec& job, const std::vector<int>& nodes, double rail_scale) {
   // The replay depends on the scenario, the leaf switch of each node in order (which ring hops cross), and
-  // the share: leaves are renumbered in order of first use so a shifted placement hits the memo.
+  // the share: leaves are renumbered in order of first use so a shifted placement hits the memo. Shares
+  // are replayed on a grid (kShareGrid) and interpolated between its two nearest points: a job's step is
+  // smooth in its rail share, and the grid bounds the replays per placement.
   std::map<int, int> renumber;
   std::vector<int> leaves;
   for (int n : nodes) leaves.push_back(renumber.emplace(graph_->leaf_group_of_node(n), static_cast<int>(renumber.size())).first->second);
-  const auto quantum = static_cast<long long>(std::llround(rail_scale / kShareQuantum));
-  const auto key = std::make_tuple(job.scenario, leaves, quantum);
-  if (auto hit = fast_memo_.find(key); hit != fast_memo_.end()) return hit->second;
-  const std::string origin = job.scenario + " (job " + job.id + ")";
-  const auto trace = trace_on_nodes(cluster_file_, spec_, job.scenario, nodes, catalog_, origin, false);
-  const auto step = training::simulate_step(trace, *graph_, {static_cast<double>(quantum) * kShareQuantum});
-  ++fast_replays_;
-  FastReplay r;
-  r.step_s = step.step_time_s;
-  const auto& t = step.cross_leaf;
-  r.cross_share = t.net_bytes > 0 ? std::clamp(t.cross_bytes / t.net_bytes, 0.0, 1.0) : 0.0;
-  r.duty = r.step_s > 0 ? std::clamp(t.cross_busy_s / r.step_s, 0.0, 1.0) : 0.0;
-  fast_memo_.emplace(key, r);
-  return r;
+  auto at = [&](long long point) {
+    const auto key = std::make_tuple(job.scenario, leaves, point);
+    if (auto hit = fast_memo_.find(key); hit != fast_memo_.end()) return hit->second;
+    const std::string origin = job.scenario + " (job " + job.id + ")";
+    const auto trace = trace_on_nodes(cluster_file_, spec_, job.scenario, nodes, catalog_, origin, false);
+    const auto step = training::simulate_step(trace, *graph_, {static_cast<double>(point) * kShareGrid});
+    ++fast_replays_;
+    FastReplay r;
+    r.step_s = step.step_time_s;
+    const auto& t = step.cross_leaf;
+    r.cross_share = t.net_bytes > 0 ? std::clamp(t.cross_bytes / t.net_bytes, 0.0, 1.0) : 0.0;
+    r.duty = r.step_s > 0 ? std::clamp(t.cross_busy_s / r.step_s, 0.0, 1.0) : 0.0;
+    fast_memo_.emplace(key, r);
+    return r;
+  };
+  const double share = std::clamp(rail_scale, kShareGrid, 1.0) / kShareGrid;
+  const auto lo = static_cast<long long>(std::floor(share));
+  const double w = share - static_cast<double>(lo);
+  const FastReplay a = at(lo);
+  if (w < 1e-9) return a;
+  const FastReplay b = at(lo + 1);
+  return {a.step_s + w * (b.step_s - a.step_s), a.cross_share + w * (b.cross_share - a.cross_share), a.duty + w * (b.duty - a.duty)};
 }
 
 std::vector<double> ScenarioTiming::fast_contention_factors(const std::vector<const JobSpec*>& jobs, const std::vector<std::vector<int>>& nodes) {

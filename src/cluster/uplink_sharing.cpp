@@ -8,6 +8,9 @@ namespace fmsim::cluster {
 
 double uplink_stretch(double own_rails, const std::vector<LeafTenant>& others, double uplink_rails) {
   if (!(own_rails > 0) || !(uplink_rails > 0)) return 1.0;
+  double most = own_rails;  // every tenant on at once: if even that fits, nothing binds
+  for (const auto& t : others) most += t.duty > 0 ? std::max(t.demand_rails, 0.0) : 0.0;
+  if (most <= uplink_rails) return 1.0;
   constexpr double kGrid = 16.0;  // demand bins per rail
   // Distribution of the other tenants' demand: each tenant independently on with its duty.
   std::vector<double> p{1.0};

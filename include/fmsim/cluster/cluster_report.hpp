@@ -20,6 +20,8 @@ struct ClusterRun {
   ClusterResult result;
   double usd_per_node_hour = 0;  ///< 0: no price
   double wall_s = 0;
+  int contention_neighbourhoods = 0;  ///< distinct neighbourhood shapes the contention model priced
+  int contention_replays = 0;         ///< step replays the fast contention model ran (memoized)
 };
 
 nlohmann::json to_json(const ClusterRun& run);
