@@ -292,7 +292,8 @@ void register_cluster(CLI::App& app, const GlobalOptions& globals, Action& actio
                   "fast (default): each job's step replayed at the uplink share the others' traffic leaves it on average (random phases); "
                   "aligned: the same with every job's transfers coinciding (an upper bound); "
                   "full: the jobs replayed together at full fidelity from a common start (slower)")
-      ->check(CLI::IsMember({"fast", "aligned", "full"}));
+      ->check(CLI::IsMember({"fast", "aligned", "full"}))
+      ->needs("--contention");
   sub->add_option("--spares", o->spares, "hot spare nodes held out of scheduling to replace failed nodes of running jobs (default 0)");
   sub->add_option("--rescale", o->rescale, "an elastic job's pause when it shrinks or grows (default 60s)");
   sub->add_option("--kueue", o->kueue, "Kubernetes + Kueue admission: ClusterQueue/LocalQueue YAML (quotas, cohorts, preemption); jobs' queue names their queue");

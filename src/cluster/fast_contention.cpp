@@ -24,15 +24,20 @@ constexpr double kShareGrid = 0.02;
 }  // namespace
 
 ScenarioTiming::FastReplay ScenarioTiming::fast_replay(const JobSpec& job, const std::vector<int>& nodes, double rail_scale) {
-  // The replay depends on the scenario, the leaf switch of each node in order (which ring hops cross), and
-  // the share: leaves are renumbered in order of first use so a shifted placement hits the memo. Shares
-  // are replayed on a grid (kShareGrid) and interpolated between its two nearest points: a job's step is
-  // smooth in its rail share, and the grid bounds the replays per placement.
-  std::map<int, int> renumber;
-  std::vector<int> leaves;
-  for (int n : nodes) leaves.push_back(renumber.emplace(graph_->leaf_group_of_node(n), static_cast<int>(renumber.size())).first->second);
+  // The replay depends on the scenario, the leaf switch and NVLink domain of each node in order (which ring
+  // hops cross, which nodes form an island), and the share: leaves and domains are renumbered in order of
+  // first use so a shifted placement hits the memo. Shares are replayed on a grid (kShareGrid) and
+  // interpolated between its two nearest points: a job's step is smooth in its rail share, and the grid
+  // bounds the replays per placement.
+  const int domain_nodes = std::max(1, spec_.nvlink_domain_nodes);
+  std::map<int, int> leaf_ids, domain_ids;
+  std::vector<std::pair<int, int>> where;
+  for (int n : nodes) {
+    where.push_back({leaf_ids.emplace(graph_->leaf_group_of_node(n), static_cast<int>(leaf_ids.size())).first->second,
+                     domain_ids.emplace(n / domain_nodes, static_cast<int>(domain_ids.size())).first->second});
+  }
   auto at = [&](long long point) {
-    const auto key = std::make_tuple(job.scenario, leaves, point);
+    const auto key = std::make_tuple(job.scenario, where, point);
     if (auto hit = fast_memo_.find(key); hit != fast_memo_.end()) return hit->second;
     const std::string origin = job.scenario + " (job " + job.id + ")";
     const auto trace = trace_on_nodes(cluster_file_, spec_, job.scenario, nodes, catalog_, origin, false);
@@ -41,8 +46,9 @@ ScenarioTiming::FastReplay ScenarioTiming::fast_replay(const JobSpec& job, const
     FastReplay r;
     r.step_s = step.step_time_s;
     const auto& t = step.cross_leaf;
-    r.cross_share = t.net_bytes > 0 ? std::clamp(t.cross_bytes / t.net_bytes, 0.0, 1.0) : 0.0;
-    r.duty = r.step_s > 0 ? std::clamp(t.cross_busy_s / r.step_s, 0.0, 1.0) : 0.0;
+    r.time_share = t.net_busy_s > 0 ? std::clamp(t.cross_busy_s / t.net_busy_s, 0.0, 1.0) : 0.0;
+    r.demand_share = t.cross_active_s > 0 ? std::clamp(t.cross_busy_s / t.cross_active_s, 0.0, 1.0) : 0.0;
+    r.duty = r.step_s > 0 ? std::clamp(t.cross_active_s / r.step_s, 0.0, 1.0) : 0.0;
     fast_memo_.emplace(key, r);
     return r;
   };
@@ -52,7 +58,8 @@ ScenarioTiming::FastReplay ScenarioTiming::fast_replay(const JobSpec& job, const
   const FastReplay a = at(lo);
   if (w < 1e-9) return a;
   const FastReplay b = at(lo + 1);
-  return {a.step_s + w * (b.step_s - a.step_s), a.cross_share + w * (b.cross_share - a.cross_share), a.duty + w * (b.duty - a.duty)};
+  auto mix = [w](double x, double y) { return x + w * (y - x); };
+  return {mix(a.step_s, b.step_s), mix(a.time_share, b.time_share), mix(a.demand_share, b.demand_share), mix(a.duty, b.duty)};
 }
 
 std::vector<double> ScenarioTiming::fast_contention_factors(const std::vector<const JobSpec*>& jobs, const std::vector<std::vector<int>>& nodes) {
@@ -61,16 +68,12 @@ std::vector<double> ScenarioTiming::fast_contention_factors(const std::vector<co
   // with identical steps: the bound the full model's common start gives).
   const bool aligned = contention_model_ == ContentionModel::aligned;
   const std::size_t n = jobs.size();
-  const int per_leaf = spec_.fabric.nodes_per_leaf;
   // Nodes of each job under each leaf; each leaf's uplink in rails' worth per rail.
   std::vector<std::map<int, int>> per_leaf_nodes(n);
   for (std::size_t j = 0; j < n; ++j) {
     for (int node : nodes[j]) ++per_leaf_nodes[j][graph_->leaf_group_of_node(node)];
   }
-  auto uplink_rails = [&](int leaf) {
-    const int under = std::min(per_leaf, spec_.nodes - leaf * per_leaf);
-    return under / std::max(spec_.fabric.oversubscription, 1.0);
-  };
+  auto uplink_rails = [&](int leaf) { return graph_->nodes_in_leaf_group(leaf) / std::max(spec_.fabric.oversubscription, 1.0); };
   std::vector<FastReplay> alone(n), shared(n);
   std::vector<double> scale(n, 1.0);
   for (std::size_t j = 0; j < n; ++j) shared[j] = alone[j] = fast_replay(*jobs[j], nodes[j], 1.0);
@@ -78,17 +81,20 @@ std::vector<double> ScenarioTiming::fast_contention_factors(const std::vector<co
     bool moved = false;
     std::vector<double> next(n, 1.0);
     for (std::size_t j = 0; j < n; ++j) {
-      double stretch = 1.0;  // the slowest of the leaves its cross-leaf traffic leaves from or enters
+      // A job's demand on a leaf while it sends across: its nodes there x the share of their rail that
+      // crosses then (the job's mean over its leaves). Its stretch: the slowest of its leaves.
+      double stretch = 1.0;
       for (const auto& [leaf, own] : per_leaf_nodes[j]) {
         std::vector<LeafTenant> others;
         for (std::size_t k = 0; k < n; ++k) {
           if (k == j) continue;
           auto it = per_leaf_nodes[k].find(leaf);
-          if (it != per_leaf_nodes[k].end()) others.push_back({it->second * alone[k].cross_share, aligned ? 1.0 : shared[k].duty});
+          if (it != per_leaf_nodes[k].end()) others.push_back({it->second * alone[k].demand_share, aligned ? 1.0 : shared[k].duty});
         }
-        stretch = std::max(stretch, uplink_stretch(own * alone[j].cross_share, others, uplink_rails(leaf)));
+        stretch = std::max(stretch, uplink_stretch(own * alone[j].demand_share, others, uplink_rails(leaf)));
       }
-      next[j] = rail_share(alone[j].cross_share, stretch);
+      // Its crossing transfers take `stretch` times as long, the rest of its network time is unchanged.
+      next[j] = rail_share(alone[j].time_share, stretch);
       if (std::abs(next[j] - scale[j]) >= kShareQuantum) moved = true;
     }
     if (!moved) break;
@@ -98,8 +104,9 @@ std::vector<double> ScenarioTiming::fast_contention_factors(const std::vector<co
   std::vector<double> factors(n, 1.0);
   for (std::size_t j = 0; j < n; ++j) {
     factors[j] = shared[j].step_s > 0 ? std::min(1.0, alone[j].step_s / shared[j].step_s) : 1.0;
-    spdlog::info("fast contention: job {} alone {:.4f} s (cross-leaf share {:.3f} of its rail bytes, duty {:.3f}), rail share {:.3f}, shared {:.4f} s",
-                  jobs[j]->id, alone[j].step_s, alone[j].cross_share, alone[j].duty, scale[j], shared[j].step_s);
+    spdlog::debug("fast contention: job {} alone {:.4f} s (crossing: {:.3f} of its network time, {:.3f} of its rail while on, duty {:.3f}), "
+                  "rail share {:.3f}, shared {:.4f} s",
+                  jobs[j]->id, alone[j].step_s, alone[j].time_share, alone[j].demand_share, alone[j].duty, scale[j], shared[j].step_s);
   }
   return factors;
 }

@@ -67,19 +67,22 @@ double ScenarioTiming::step_s(const JobSpec& job, const std::vector<int>& nodes)
 std::vector<double> ScenarioTiming::contention_factors(const std::vector<const JobSpec*>& jobs, const std::vector<std::vector<int>>& nodes) {
   // The neighbourhood's shape: per job its scenario and (leaf, nodes under it), leaves renumbered in order
   // of first use over the jobs sorted by that shape, so that a shifted copy of a neighbourhood hits the memo.
+  // Each leaf also carries the nodes under it (a cluster's last leaf may hold fewer: a smaller uplink).
   const int per_leaf = spec_.fabric.nodes_per_leaf;
-  using Shape = std::pair<std::string, std::vector<std::pair<int, int>>>;
+  using Shape = std::pair<std::string, std::vector<std::array<int, 3>>>;
   std::vector<std::pair<Shape, std::size_t>> shaped;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     std::map<int, int> per;
     for (int n : nodes[i]) ++per[n / per_leaf];
-    shaped.push_back({{jobs[i]->scenario, std::vector<std::pair<int, int>>(per.begin(), per.end())}, i});
+    std::vector<std::array<int, 3>> leaves;
+    for (const auto& [leaf, count] : per) leaves.push_back({leaf, count, std::min(per_leaf, spec_.nodes - leaf * per_leaf)});
+    shaped.push_back({{jobs[i]->scenario, leaves}, i});
   }
   std::sort(shaped.begin(), shaped.end());
   std::map<int, int> renumber;
   std::vector<Shape> key;
   for (auto& [shape, index] : shaped) {
-    for (auto& [leaf, count] : shape.second) leaf = renumber.emplace(leaf, static_cast<int>(renumber.size())).first->second;
+    for (auto& leaf : shape.second) leaf[0] = renumber.emplace(leaf[0], static_cast<int>(renumber.size())).first->second;
     key.push_back(shape);
   }
   std::vector<double> by_shape;

@@ -26,7 +26,7 @@ struct Uplinks {
     auto it = by_group_rail.find(key);
     if (it != by_group_rail.end()) return it->second;
     const auto& spec = cluster.spec;
-    int nodes_in_group = std::min(spec.fabric.nodes_per_leaf, spec.nodes - group * spec.fabric.nodes_per_leaf);
+    int nodes_in_group = cluster.nodes_in_leaf_group(group);
     double bw = nodes_in_group * spec.rail_bandwidth_Bps() * scale / spec.fabric.oversubscription;
     std::string name = "uplink" + std::to_string(group) + "-" + std::to_string(rail);
     auto links = std::make_pair(add_link(platform, name + "-up", bw), add_link(platform, name + "-down", bw));

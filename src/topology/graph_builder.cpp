@@ -100,7 +100,7 @@ ClusterGraph build_cluster_graph(const ClusterSpec& spec) {
     cg.spine = add_vertex(g, VertexKind::spine, "spine");
     cg.has_spine = true;
     for (int group = 0; group < groups; ++group) {
-      int nodes_in_group = std::min(spec.fabric.nodes_per_leaf, spec.nodes - group * spec.fabric.nodes_per_leaf);
+      int nodes_in_group = cg.nodes_in_leaf_group(group);
       double downlink_Bps = nodes_in_group * (rail_optimized ? rail_Bps : rail_Bps * rails);
       double uplink_Bps = downlink_Bps / spec.fabric.oversubscription;
       for (int rail = 0; rail < leaves_per_group; ++rail) {

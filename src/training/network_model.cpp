@@ -78,7 +78,7 @@ std::vector<int> NetworkModel::rail_path(int src_rank, int dst_rank) {
         auto key = std::make_pair(group, rail);
         auto it = uplinks_.find(key);
         if (it != uplinks_.end()) return it->second;
-        const int nodes = std::min(spec.fabric.nodes_per_leaf, spec.nodes - group * spec.fabric.nodes_per_leaf);
+        const int nodes = cluster_.nodes_in_leaf_group(group);
         const double bw = nodes * spec.rail_bandwidth_Bps() * tuning::kNetworkEfficiency / spec.fabric.oversubscription;
         const std::string name = "leaf" + std::to_string(group) + "-rail" + std::to_string(rail);
         auto links_pair = std::make_pair(add_link(name + "-up", bw), add_link(name + "-down", bw));
@@ -119,7 +119,7 @@ NetworkModel::RailTraffic NetworkModel::fill_collective(engine::SimTask& task, c
   task.overlap_delay_s = c.nvlink_s;
   if (c.net_bytes_per_gpu <= 0) return {};
   const auto& l = layout(comm);
-  const RailTraffic traffic{c.net_bytes_per_gpu, cross_leaf_share(l, c.pattern)};
+  const RailTraffic traffic{c.net_bytes_per_gpu, cross_leaf_share(l, c.pattern), node.rank};
   if (joint) {
     for (int i = 0; i < l.islands; ++i) {
       for (int k = 0; k < l.ranks_per_island; ++k) {
@@ -144,35 +144,33 @@ NetworkModel::RailTraffic NetworkModel::fill_collective(engine::SimTask& task, c
   double far_share = 0;
   if (oversubscribed_ && c.pattern == collectives::NetPattern::all_pairs && l.islands > 1) {
     const int local = static_cast<int>(std::find(comm.ranks.begin(), comm.ranks.end(), node.rank) - comm.ranks.begin());
-    const int my_island = l.island_of_rank(local);
-    const int my_group = cluster_.leaf_group_of_node(l.island_nodes[my_island].front());
-    int far = 0;
-    for (int j = 0; j < l.islands; ++j) far += cluster_.leaf_group_of_node(l.island_nodes[j].front()) != my_group ? 1 : 0;
-    far_share = static_cast<double>(far) / (l.islands - 1);
+    far_share = far_peer_share(l, l.island_of_rank(local));
   }
   if (far_share < 1) task.flows.push_back({me, peer_host_.at(node.rank), c.net_bytes_per_gpu * (1 - far_share)});
   if (far_share > 0) task.flows.push_back({me, far_peer_host_.at(node.rank), c.net_bytes_per_gpu * far_share});
   return traffic;
 }
 
+double NetworkModel::far_peer_share(const collectives::CommLayout& l, int island) const {
+  const int group = cluster_.leaf_group_of_node(l.island_nodes[island].front());
+  int far = 0;
+  for (int j = 0; j < l.islands; ++j) far += cluster_.leaf_group_of_node(l.island_nodes[j].front()) != group ? 1 : 0;
+  return static_cast<double>(far) / (l.islands - 1);
+}
+
 double NetworkModel::cross_leaf_share(const collectives::CommLayout& l, collectives::NetPattern pattern) const {
   if (l.islands < 2) return 0.0;
-  std::vector<int> group(l.islands);
-  for (int i = 0; i < l.islands; ++i) group[i] = cluster_.leaf_group_of_node(l.island_nodes[i].front());
   double crossing = 0;
   for (int i = 0; i < l.islands; ++i) {
     if (pattern == collectives::NetPattern::ring_next) {
-      crossing += group[i] != group[(i + 1) % l.islands] ? 1.0 : 0.0;
+      const auto& next = l.island_nodes[(i + 1) % l.islands];
+      crossing += cluster_.leaf_group_of_node(l.island_nodes[i].front()) != cluster_.leaf_group_of_node(next.front()) ? 1.0 : 0.0;
     } else {
-      int far = 0;
-      for (int j = 0; j < l.islands; ++j) far += group[j] != group[i] ? 1 : 0;
-      crossing += static_cast<double>(far) / (l.islands - 1);
+      crossing += far_peer_share(l, i);
     }
   }
   return crossing / l.islands;
 }
-
-
 
 NetworkModel::RailTraffic NetworkModel::fill_p2p(engine::SimTask& task, int src_rank, int dst_rank, double bytes) {
   const auto& spec = cluster_.spec;
@@ -188,7 +186,7 @@ NetworkModel::RailTraffic NetworkModel::fill_p2p(engine::SimTask& task, int src_
   const int src = host_of_rank(src_rank), dst = host_of_rank(dst_rank);
   route(src, dst, rail_path(src_rank, dst_rank));
   task.flows.push_back({src, dst, bytes});
-  return {bytes, cluster_.leaf_group_of_node(src_node) != cluster_.leaf_group_of_node(dst_node) ? 1.0 : 0.0};
+  return {bytes, cluster_.leaf_group_of_node(src_node) != cluster_.leaf_group_of_node(dst_node) ? 1.0 : 0.0, src_rank};
 }
 
 }  // namespace fmsim::training

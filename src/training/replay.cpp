@@ -38,8 +38,10 @@ double compute_node_s(const TraceNode& n, const hardware::GpuSpec& gpu) {
       return n.repeat * model.gemm_s({n.m, n.n, n.k}, precision, n.sms_taken, n.fp8_split_accumulator) / rate +
              model.memory_s(n.bytes);
     }
-    case workload::Kernel::attention_fwd: return model.attention_s(n.flops, false, n.attention_span, n.sms_taken, n.attention_flash2, n.attention_head_dim);
-    case workload::Kernel::attention_bwd: return model.attention_s(n.flops, true, n.attention_span, n.sms_taken, n.attention_flash2, n.attention_head_dim);
+    case workload::Kernel::attention_fwd:
+      return model.attention_s(n.flops, false, n.attention_span, n.sms_taken, n.attention_flash2, n.attention_head_dim, n.attention_steps);
+    case workload::Kernel::attention_bwd:
+      return model.attention_s(n.flops, true, n.attention_span, n.sms_taken, n.attention_flash2, n.attention_head_dim, n.attention_steps);
     case workload::Kernel::memory:
     case workload::Kernel::optimizer: return model.memory_s(n.bytes);
   }
@@ -259,20 +261,32 @@ StepResult simulate_step(const workload::Trace& trace, const topology::ClusterGr
     }
     if (times.link_bytes[link] > 0) result.links.push_back({platform.links[link].name, times.link_bytes[link], utilization});
   }
-  // Per simulated GPU: a symmetric trace's network tasks each belong to one simulated rank.
+  // Per simulated GPU: a symmetric trace's network tasks each belong to one simulated rank (a pipeline
+  // send, shared by two, is counted once: the bytes it sends).
+  std::map<int, std::vector<std::pair<double, double>>> crossing;  // rank -> in-flight intervals
   for (const auto& [task, traffic] : lowering.rail_traffic()) {
     const int merged = reduced.task_of[task];
     const double start = times.start_s[merged] + reduced.member_start_s[task];
     const double end = reduced.member_end_s[task] < 0 ? times.end_s[merged] : times.start_s[merged] + reduced.member_end_s[task];
-    result.cross_leaf.net_bytes += traffic.bytes;
-    result.cross_leaf.cross_bytes += traffic.bytes * traffic.cross_share;
-    result.cross_leaf.cross_busy_s += (end - start) * traffic.cross_share;
+    auto& t = result.cross_leaf;
+    t.net_bytes += traffic.bytes;
+    t.cross_bytes += traffic.bytes * traffic.cross_share;
+    t.net_busy_s += end - start;
+    t.cross_busy_s += (end - start) * traffic.cross_share;
+    if (traffic.cross_share > 0) crossing[traffic.rank].push_back({start, end});
+  }
+  for (auto& [rank, spans] : crossing) {  // overlapping transfers (two streams) count their union once
+    std::sort(spans.begin(), spans.end());
+    double reach = -INFINITY;
+    for (const auto& [start, end] : spans) {
+      if (end > reach) result.cross_leaf.cross_active_s += end - std::max(start, reach);
+      reach = std::max(reach, end);
+    }
   }
   if (!trace.ranks.empty()) {
     const double ranks = static_cast<double>(trace.ranks.size());
-    result.cross_leaf.net_bytes /= ranks;
-    result.cross_leaf.cross_bytes /= ranks;
-    result.cross_leaf.cross_busy_s /= ranks;
+    auto& t = result.cross_leaf;
+    for (double* v : {&t.net_bytes, &t.cross_bytes, &t.net_busy_s, &t.cross_busy_s, &t.cross_active_s}) *v /= ranks;
   }
   attribute_time(trace, result);
   return result;

@@ -21,6 +21,7 @@ class NetworkModel {
   struct RailTraffic {
     double bytes = 0;
     double cross_share = 0;
+    int rank = 0;  ///< the simulated rank whose rail sends them
   };
 
   bool all_members_simulated(const workload::Communicator& comm) const;
@@ -40,6 +41,8 @@ class NetworkModel {
   /// Share of a collective's network bytes that crosses leaf switches: for a ring, the hops between
   /// islands under different leaves; for all-pairs traffic, the peers under other leaves (mean over islands).
   double cross_leaf_share(const collectives::CommLayout& l, collectives::NetPattern pattern) const;
+  /// Share of island `island`'s peers (the other islands) under other leaf switches.
+  double far_peer_share(const collectives::CommLayout& l, int island) const;
   const collectives::CollectiveCost& cost(const workload::Communicator& comm, collectives::Op op, double bytes);
 
   const workload::Trace& trace_;

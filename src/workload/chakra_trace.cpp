@@ -334,6 +334,7 @@ json read_chakra_trace(const std::string& path) {
             }
             if (a.has("fmsim_sms_taken")) j["sms_taken"] = a.integer("fmsim_sms_taken", 0);
             if (a.has("fmsim_attention_span")) j["attention_span"] = a.number("fmsim_attention_span", 0);
+            if (a.has("fmsim_attention_steps")) j["attention_steps"] = a.integer("fmsim_attention_steps", 1);
             if (a.has("fmsim_attention_kernel")) j["attention_kernel"] = a.text("fmsim_attention_kernel", "fused");
             if (a.has("fmsim_attention_head_dim")) j["attention_head_dim"] = a.number("fmsim_attention_head_dim", 0);
             if (a.has("fmsim_duration_s")) j["duration_s"] = a.number("fmsim_duration_s", 0);
@@ -506,6 +507,7 @@ std::vector<std::pair<std::string, std::string>> chakra_files(const Trace& trace
         if (n->fp8_block_scaled) attr(node, "fmsim_fp8_block_scaled", [&](auto& a) { a.set_bool_val(true); });
         if (n->sms_taken > 0) attr(node, "fmsim_sms_taken", [&](auto& a) { a.set_int64_val(n->sms_taken); });
         if (n->attention_span > 0) attr(node, "fmsim_attention_span", [&](auto& a) { a.set_double_val(n->attention_span); });
+        if (n->attention_steps > 1) attr(node, "fmsim_attention_steps", [&](auto& a) { a.set_int64_val(n->attention_steps); });
         if (n->attention_flash2) attr(node, "fmsim_attention_kernel", [&](auto& a) { a.set_string_val("flash2"); });
         if (n->attention_head_dim > 0) attr(node, "fmsim_attention_head_dim", [&](auto& a) { a.set_double_val(n->attention_head_dim); });
         if (n->duration_s >= 0) attr(node, "fmsim_duration_s", [&](auto& a) { a.set_double_val(n->duration_s); });

@@ -101,6 +101,7 @@ int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, int layer, co
 TraceNode fused_attention_node(TraceWriter& w, int rank, int layer, const std::string& name, bool backward) {
   TraceNode node = w.compute(rank, name, backward ? Kernel::attention_bwd : Kernel::attention_fwd);
   node.attention_span = attention_kernel_span(w, layer);
+  node.attention_steps = w.s.parallelism.cp;
   node.attention_flash2 = w.s.framework.attention == AttentionKernel::flash2;
   node.attention_head_dim = w.s.model.attention_head_dim();
   return node;

@@ -139,6 +139,7 @@ json trace_to_json(const Trace& trace) {
       if (n.fp8_block_scaled) j["fp8_block_scaled"] = true;
       if (n.sms_taken > 0) j["sms_taken"] = n.sms_taken;
       if (n.attention_span > 0) j["attention_span"] = n.attention_span;
+      if (n.attention_steps > 1) j["attention_steps"] = n.attention_steps;
       if (n.attention_flash2) j["attention_kernel"] = "flash2";
       if (n.attention_head_dim > 0) j["attention_head_dim"] = n.attention_head_dim;
     } else if (n.type == NodeType::coll) {
@@ -222,6 +223,7 @@ Trace trace_from_json(const json& doc, const std::string& file) {
         n.attention_span = r.number(j["attention_span"], where + "/attention_span", kMaxGemmDim);
         if (n.attention_span > 0 && n.attention_span < 1) r.fail(where + "/attention_span", "0 (a long sequence) or at least 1 key per query");
       }
+      if (j.contains("attention_steps")) n.attention_steps = r.integer(j["attention_steps"], where + "/attention_steps", 1, 1 << 20);
       if (j.contains("attention_head_dim")) {
         n.attention_head_dim = r.number(j["attention_head_dim"], where + "/attention_head_dim", 1024);
         if (n.attention_head_dim > 0 && n.attention_head_dim < 1) r.fail(where + "/attention_head_dim", "0 (128) or a head dim from 1 to 1024");

@@ -144,3 +144,16 @@ TEST_CASE("GPT-OSS's 128-key sliding window runs far below the full curve, as me
     CHECK(std::abs(model_ms(r) / r.time_ms - 1) < 0.15);
   }
 }
+
+TEST_CASE("context parallelism splits a query's keys over steps but pays the causal diagonal once", "[compute][attention]") {
+  // CP 4 at seq 8k: each step's kernel loops over 1,024 keys per query (its span overhead), but each query
+  // meets the diagonal once over its 4,096 keys, as without CP.
+  const double span = 1024, steps = 4;
+  const double e = compute::attention_efficiency(90, false, span, 4);
+  CHECK(e == Approx(0.663 * span / (span + compute::kAttentionSpanOverhead) / (1 + compute::kAttentionCausalDiagonalKeys / (2 * span * steps))));
+  CHECK(e > compute::attention_efficiency(90, false, span, 1));
+  CHECK(e < compute::attention_efficiency(90, false, span * steps, 1));
+  // The trace carries the steps: a CP 2 scenario's attention nodes say 2 (trace_json writes and reads them).
+  const compute::ComputeModel h100(test::catalog().gpu("H100-SXM"));
+  CHECK(h100.attention_s(1e12, true, span, 0, false, 128, 2) < h100.attention_s(1e12, true, span, 0, false, 128, 1));
+}

@@ -276,6 +276,7 @@ TEST_CASE("attention efficiency follows cuDNN's causal curve over sequence lengt
     for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
       if (n.kernel != Kernel::attention_fwd && n.kernel != Kernel::attention_bwd) continue;
       CHECK(n.attention_span == Approx(2048.0 / cp));
+      CHECK(n.attention_steps == cp);
       ++attention;
     }
     CHECK(attention > 0);
@@ -634,6 +635,21 @@ TEST_CASE("a symmetric trace has one rank per stage and round-trips through JSON
     CHECK(back.nodes[i].deps == trace.nodes[i].deps);
     CHECK(back.nodes[i].flops == trace.nodes[i].flops);
   }
+  // Attention nodes keep their span and CP steps through JSON.
+  auto cp2 = make_scenario({{"context_parallel_size", 2}, {"global_batch_size", 4}}, {{"seq_length", 2048}},
+                           nlohmann::json{{"base", "llama3-8b"}, {"num_hidden_layers", 2}}, 1);
+  std::vector<int> eight(8);
+  for (int i = 0; i < 8; ++i) eight[i] = i;
+  const Trace with_cp = build_trace(cp2, eight, false);
+  const Trace cp_back = trace_from_json(trace_to_json(with_cp), "trace.json");
+  int attention = 0;
+  for (std::size_t i = 0; i < with_cp.nodes.size(); ++i) {
+    if (with_cp.nodes[i].kernel != Kernel::attention_fwd) continue;
+    CHECK(cp_back.nodes[i].attention_steps == 2);
+    CHECK(cp_back.nodes[i].attention_span == with_cp.nodes[i].attention_span);
+    ++attention;
+  }
+  CHECK(attention > 0);
   // Conservation: every send has its receive.
   int sends = 0, receives = 0;
   for (const auto& n : trace.nodes) {

@@ -125,7 +125,7 @@ struct SimOptions {
   /// Set: scenario jobs slow each other where they share leaf uplinks (`fmsim cluster --contention`);
   /// unset: every job runs at its own pace.
   ContentionAt contention_at;
-  std::string contention_model;  ///< with contention_at: "fast" or "full" (reported)
+  std::string contention_model;  ///< with contention_at: "fast", "aligned" or "full" (reported)
 };
 
 struct JobRun {

@@ -1,6 +1,7 @@
 #pragma once
 // Run times of scenario jobs in `fmsim cluster` (a trace line with "scenario" and "steps"): the job's
 // training step simulated on the nodes it was given, on the whole cluster's fabric, times its steps.
+#include <array>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -70,8 +71,9 @@ class ScenarioTiming {
   std::vector<double> fast_contention_factors(const std::vector<const JobSpec*>& jobs, const std::vector<std::vector<int>>& nodes);
   struct FastReplay {
     double step_s = 0;
-    double cross_share = 0;  ///< of the rail bytes
-    double duty = 0;         ///< cross-leaf transfer time over the step
+    double time_share = 0;    ///< of its network transfers' time, the share that crosses leaves
+    double demand_share = 0;  ///< while a crossing transfer is in flight, the share of its rail that crosses
+    double duty = 0;          ///< time with a crossing transfer in flight over the step
   };
   FastReplay fast_replay(const JobSpec& job, const std::vector<int>& nodes, double rail_scale);
 
@@ -81,11 +83,13 @@ class ScenarioTiming {
   std::optional<topology::ClusterGraph> graph_;
   std::map<std::pair<std::string, std::vector<int>>, double> memo_;
   int simulations_ = 0;
-  std::map<std::vector<std::pair<std::string, std::vector<std::pair<int, int>>>>, std::vector<double>> contention_memo_;
+  /// per job (scenario, per leaf: renumbered leaf, its nodes there, nodes under the leaf) -> factors
+  std::map<std::vector<std::pair<std::string, std::vector<std::array<int, 3>>>>, std::vector<double>> contention_memo_;
   int contention_simulations_ = 0;
   int contention_skipped_ = 0;
   ContentionModel contention_model_ = ContentionModel::fast;
-  std::map<std::tuple<std::string, std::vector<int>, long long>, FastReplay> fast_memo_;
+  /// (scenario, each node's leaf and NVLink domain in order, renumbered; share grid point) -> replay
+  std::map<std::tuple<std::string, std::vector<std::pair<int, int>>, long long>, FastReplay> fast_memo_;
   int fast_replays_ = 0;
 };
 

@@ -26,8 +26,8 @@ struct LeafTenant {
 /// 1/16 rail). >= 1; 1 when the uplink never binds.
 double uplink_stretch(double own_rails, const std::vector<LeafTenant>& others, double uplink_rails);
 
-/// A job's rail bandwidth relative to alone when `cross_share` of its rail bytes cross leaves and those
-/// take `stretch` times as long: 1 / (cross_share x stretch + 1 - cross_share).
+/// A job's rail bandwidth relative to alone when `cross_share` of its network transfer time crosses leaves
+/// and that part takes `stretch` times as long: 1 / (cross_share x stretch + 1 - cross_share).
 double rail_share(double cross_share, double stretch);
 
 }  // namespace fmsim::cluster

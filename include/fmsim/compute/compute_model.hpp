@@ -38,7 +38,9 @@ inline constexpr double kMemoryKernelOverhead_s = 2.0e-6;
 /// Ampere: FlashAttention-2 on A100, 0.75 / 0.59 (Dao 2023, figs. 4-5: up to 73 % forward, ~63 % backward).
 /// `mean_span` <= 0: a long sequence (e_max). (The FA2 figures in calibration
 /// hw-azure-nd_h100_v5-microbench, 0.33, are FA2 on Hopper, which Transformer Engine does not use.)
-double attention_efficiency(int sm_version, bool backward, double mean_span);
+/// `steps`: the kernel steps a query's keys are split over (context parallelism); the causal diagonal is
+/// in one of them, so its cost counts over mean_span x steps keys while the span overhead is per step.
+double attention_efficiency(int sm_version, bool backward, double mean_span, int steps = 1);
 
 /// FlashAttention-2's asymptotic efficiency on Hopper and later (PyTorch SDPA's flash backend, which is
 /// FA2 and not FA3 there), forward / backward, fraction of the BF16 dense peak. Forward: 327.9 TFLOPS in
@@ -49,7 +51,7 @@ double attention_efficiency(int sm_version, bool backward, double mean_span);
 inline constexpr double kFlash2HopperForward = 0.364;
 inline constexpr double kFlash2HopperBackward = 0.286;
 /// The same curve as attention_efficiency with FlashAttention-2's asymptote.
-double flash2_attention_efficiency(int sm_version, bool backward, double mean_span);
+double flash2_attention_efficiency(int sm_version, bool backward, double mean_span, int steps = 1);
 
 /// Keys of the attention loop that one thread block's fixed cost is worth (fitted with e_max above to
 /// the FA3 curve: non-causal seq 512 runs at 0.71 of its 16k speed).
@@ -59,9 +61,10 @@ inline constexpr double kAttentionSpanOverhead = 208.0;
 /// (1 to s/128 key tiles), which leaves the last wave of a short sequence partly idle. Fitted to
 /// cuDNN-frontend's sdpa_benchmark_training (benchmarks/calibration/published_cudnn_sdpa.json: causal
 /// against no-mask on H200, GB200 and GB300, seq 2,048-32,768): best fit 368, taken as 384 (three
-/// tiles); causal runs 12-20 % below non-causal at seq 2k and 4-8 % at 8k there, where the single
-/// half-tile (128) gave 3 % and 1 %. It also prices a sliding window's banded kernel (GPT-OSS's window
-/// of 128 on GB200: 161-167 TFLOPS measured, 172 modelled; 292 with the half tile).
+/// tiles). There causal runs 17-30 % below no-mask at seq 2k, 9-19 % at 4k and up to 11 % at 8k, of which
+/// the span overhead above explains about 9, 5 and 2 % and a single half-tile (128) another 3, 2 and 1 %.
+/// It also prices a sliding window's banded kernel (GPT-OSS's window of 128 on GB200, seq 2k-16k:
+/// 153-167 TFLOPS measured, about 172 modelled; 292 with the half tile).
 inline constexpr double kAttentionCausalDiagonalKeys = 384.0;
 
 /// Head dimension: per query-key pair a fused attention kernel does 4 x head_dim FLOPs of matrix products
@@ -158,7 +161,7 @@ class ComputeModel {
   /// kernel (attention_efficiency); `sms_taken` SMs held by a communication kernel beside it slow it in
   /// proportion.
   double attention_s(double flops, bool backward, double mean_span, int sms_taken = 0, bool flash2 = false,
-                     double head_dim = 0) const;
+                     double head_dim = 0, int steps = 1) const;
   /// A memory-bound kernel moving `bytes` through HBM.
   double memory_s(double bytes) const;
   const hardware::GpuSpec& gpu() const { return gpu_; }

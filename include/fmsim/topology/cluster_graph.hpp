@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 // The cluster as a Boost.Graph: vertices are GPUs, NVSwitch domains, NICs, hosts, leaf and spine
 // switches and storage endpoints; edges are full-duplex links with a bandwidth per direction.
 #include <string>
@@ -57,6 +58,10 @@ struct ClusterGraph {
   /// Leaf group of a node: nodes sharing the same leaf (fat tree) or the same rail leaves (rail-optimized).
   int leaf_group_of_node(int node) const { return node / spec.fabric.nodes_per_leaf; }
   int leaf_groups() const { return (spec.nodes + spec.fabric.nodes_per_leaf - 1) / spec.fabric.nodes_per_leaf; }
+  /// Nodes under leaf group `group` (the last group may hold fewer).
+  int nodes_in_leaf_group(int group) const {
+    return std::min(spec.fabric.nodes_per_leaf, spec.nodes - group * spec.fabric.nodes_per_leaf);
+  }
 };
 
 /// Builds the graph of a cluster (see docs/model.md for what each vertex and edge stands for).

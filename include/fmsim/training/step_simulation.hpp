@@ -21,19 +21,23 @@ struct LinkLoad {
 };
 
 /// Inter-node traffic of one GPU over a step, and the part of it that crosses leaf switches (the leaf
-/// uplinks other jobs may share): bytes, and the seconds the GPU's transfers that carry it were in flight,
-/// each weighted by the share of its bytes that crosses. Per simulated GPU, mean over the simulated ranks;
-/// kept for symmetric (fast-fidelity) traces, zero for full ones.
+/// uplinks other jobs may share). Per simulated GPU, mean over the simulated ranks of a symmetric
+/// (fast-fidelity) trace; zero for full traces. A transfer "crosses" in the share of its bytes that goes
+/// between leaves (a ring's hops between islands under different leaves, all-pairs traffic's peers under
+/// other leaves, a pipeline send between leaves).
 struct CrossLeafTraffic {
-  double net_bytes = 0;    ///< bytes the GPU's rail carried (collectives' network part, pipeline sends)
-  double cross_bytes = 0;  ///< of which between leaf switches
-  double cross_busy_s = 0; ///< transfer time weighted by each transfer's crossing share
+  double net_bytes = 0;       ///< bytes the GPU's rail carried (collectives' network part, pipeline sends)
+  double cross_bytes = 0;     ///< of which between leaf switches
+  double net_busy_s = 0;      ///< the GPU's network transfers' durations, summed
+  double cross_busy_s = 0;    ///< the same, each weighted by its crossing share
+  double cross_active_s = 0;  ///< time at least one crossing transfer of the GPU was in flight (union)
 };
 
 /// Knobs of one replay.
 struct ReplayOptions {
-  /// Scales every simulated GPU's rail bandwidth (the share of it this job gets beside others' traffic;
-  /// cluster/uplink_sharing.hpp); 1 = alone.
+  /// Scales every simulated GPU's rail bandwidth and its symmetric stand-ins' links (the share of it this
+  /// job gets beside others' traffic, cluster/uplink_sharing.hpp); 1 = alone. Meant for symmetric traces:
+  /// a full trace's leaf uplinks are not scaled with it.
   double rail_bandwidth_scale = 1.0;
 };
 

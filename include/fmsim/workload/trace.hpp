@@ -38,6 +38,9 @@ struct TraceNode {
   bool fp8_block_scaled = false;  ///< an MXFP8 GEMM (1x32 block scales; GpuSpec::gemm_mxfp8_rate)
   int sms_taken = 0;            ///< SMs held by an overlapped communication kernel
   double attention_span = 0;    ///< attention: keys per query in the kernel (0: a long sequence)
+  /// attention: kernel steps a query's keys are split over (context parallelism: CP); the causal diagonal
+  /// is in one of them, so its cost is spread over span x steps keys (compute::attention_efficiency)
+  int attention_steps = 1;
   bool attention_flash2 = false;  ///< attention: FlashAttention-2 (PyTorch SDPA) instead of the fused FA3/cuDNN kernel
   double attention_head_dim = 0;  ///< attention: the model's head dim (MLA: mean of Q/K and V); 0: 128
   double duration_s = -1;       ///< given duration (traces from elsewhere); < 0: from the compute model
