@@ -100,6 +100,14 @@ ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
   for (const auto& r : outcome.replicas) {
     pool_parts[static_cast<std::size_t>(r.pool)].accumulate(r.time_parts);
     s.iteration_time[static_cast<std::size_t>(r.pool)].busy_s += r.busy_s;
+    s.iteration_time[static_cast<std::size_t>(r.pool)].iterations += r.iterations;
+  }
+  for (std::size_t p = 0; p < pool_parts.size(); ++p) {
+    BatchShape one;
+    one.decode_tokens = 1;
+    one.decode_context_tokens = 1;
+    one.sampled_rows = 1;
+    s.iteration_time[p].fixed_s = plan.model(static_cast<int>(p)).iteration_s(one);
   }
   for (std::size_t p = 0; p < pool_parts.size(); ++p) s.iteration_time[p].parts_s = named_parts(pool_parts[p]);
   for (const auto& o : outcome.requests) {
@@ -267,7 +275,8 @@ nlohmann::json to_json(const ServingPlan& plan, const ServeSummary& s, const Ser
     const ServeSummary::IterationTime& t = s.iteration_time[static_cast<std::size_t>(p)];
     nlohmann::json parts = nlohmann::json::object();
     for (const auto& [name, value] : t.parts_s) parts[name] = value;
-    pool["iteration_time"] = {{"busy_s", t.busy_s}, {"parts_s", parts}};
+    pool["iteration_time"] = {{"busy_s", t.busy_s}, {"parts_s", parts}, {"iterations", t.iterations}, {"fixed_s", t.fixed_s},
+                              {"load_factor", t.load_factor()}};
     pools.push_back(std::move(pool));
   }
   doc["pools"] = pools;
@@ -425,6 +434,15 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
     }
     std::snprintf(line, sizeof line, "iteration time (%s): %s\n", to_string(scenario.pools[static_cast<std::size_t>(p)].role).c_str(), parts.c_str());
     out += line;
+    // Latency under a steady load is the fixed cost over (1 - load factor): near 1 it is sensitive.
+    const double rho = t.load_factor();
+    if (s.offered_requests_per_s && t.iterations > 0 && rho > 0) {
+      std::snprintf(line, sizeof line, "  load factor %.2f: %.1f%% of the mean %s iteration grows with the batch (fixed %s); a 1%% error in the "
+                    "per-token cost moves the iteration time, hence TPOT, by about %.1f%%%s\n", rho, 100 * rho,
+                    units::format_time(t.busy_s / static_cast<double>(t.iterations)).c_str(), units::format_time(t.fixed_s).c_str(),
+                    rho < 1 ? rho / (1 - rho) : INFINITY, rho > 0.85 ? " (near saturation: latency predictions are fragile here)" : "");
+      out += line;
+    }
   }
   std::snprintf(line, sizeof line, "\nKV cache use %.0f%% mean, %.0f%% peak; %lld preemptions; %.1f requests in flight on average\n",
                 100 * s.kv_utilization_mean, 100 * s.kv_utilization_peak, s.preemptions, s.mean_concurrency);

@@ -110,6 +110,28 @@ def littles_law_holds():
 
 
 @test
+def the_load_factor_predicts_the_iteration_time_from_its_fixed_cost():
+    # Under continuous batching at a steady rate the mean iteration is fixed / (1 - load factor), where the
+    # load factor is the share that grows with the batch: a higher rate loads the replica more, and the
+    # fixed cost (one sequence decoding one token) is the rate's floor.
+    factors = []
+    for rate in (2.0, 20.0):
+        path = scenario(f"load-{int(rate)}", one_gpu(), {"arrival": "poisson", "rate": f"{rate}/s", "requests": 1500,
+                                                         "input_tokens": 500, "output_tokens": 200})
+        t = serve(path)["pools"][0]["iteration_time"]
+        assert t["iterations"] > 0 and 0 < t["fixed_s"] < t["busy_s"] / t["iterations"], t
+        mean = t["busy_s"] / t["iterations"]
+        assert abs(t["fixed_s"] / (1 - t["load_factor"]) - mean) < 1e-9 * mean, t
+        factors.append(t["load_factor"])
+        text = run("serve", path).stdout
+        assert "load factor" in text, text
+    assert 0 <= factors[0] < factors[1] < 1, factors
+    # Offline (every request at once) there is no steady rate: no load factor line.
+    offline = scenario("load-offline", one_gpu(), {"arrival": "offline", "requests": 50, "input_tokens": 500, "output_tokens": 20})
+    assert "load factor" not in run("serve", offline).stdout
+
+
+@test
 def kv_capacity_bounds_concurrency_and_preempts():
     workload = {"arrival": "offline", "requests": 400, "input_tokens": 2000, "output_tokens": 1000}
     small = one_gpu(gpu_memory_utilization=0.4, max_num_seqs=512)

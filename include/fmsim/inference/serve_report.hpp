@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 // What a serving run reports: throughput, latency percentiles, SLO goodput, KV cache use, preemptions
 // and cost, computed from the per-request outcomes; its JSON document (schema fmsim.serve/1), text
 // summary and Chrome trace-event timeline.
@@ -60,6 +61,16 @@ struct ServeSummary {
   struct IterationTime {
     double busy_s = 0;
     std::vector<std::pair<std::string, double>> parts_s;
+    long long iterations = 0;
+    /// An iteration's cost that does not grow with its batch (one sequence decoding one token: the
+    /// weights' reads, launches, fixed collective latency).
+    double fixed_s = 0;
+    /// Share of the mean iteration that grows with the batch, 1 - fixed_s / (busy_s / iterations). Under
+    /// continuous batching at a steady arrival rate the iteration time is fixed_s / (1 - load_factor), so a
+    /// relative error e in the per-token cost moves it by about e x load_factor / (1 - load_factor).
+    double load_factor() const {
+      return iterations > 0 && busy_s > 0 ? std::clamp(1.0 - fixed_s * static_cast<double>(iterations) / busy_s, 0.0, 1.0) : 0.0;
+    }
   };
   std::vector<IterationTime> iteration_time;
 };
