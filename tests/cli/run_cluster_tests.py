@@ -500,6 +500,21 @@ def the_fast_contention_model_reproduces_the_full_one_when_transfers_coincide():
         assert full > 0.05, slowdown
         assert abs(aligned - full) <= 0.1 * full, (aligned, full)
         assert 0 <= fast < aligned / 5, (fast, aligned)
+    # More uplink never slows a job: at 4:1 the same placement slows more, at 1.5:1 less (both models).
+    spec = json.load(open(os2))
+    by_ratio = {}
+    for ratio in (1.5, 4.0):
+        spec["fabric"]["oversubscription"] = ratio
+        twin = write(TMP, f"p5-32node-os{ratio}.json", json.dumps(spec))
+        for model in ("fast", "aligned"):
+            doc = run_json("cluster", twin, eight, "--placement", "spread", "--contention", "--contention-model", model)
+            by_ratio[(ratio, model)] = [job["contention_s"] for job in doc["per_job"]]
+    for model in ("fast", "aligned"):
+        two = [doc_job["contention_s"] for doc_job in run_json("cluster", os2, eight, "--placement", "spread", "--contention",
+                                                                "--contention-model", model)["per_job"]]
+        for low, mid, high in zip(by_ratio[(1.5, model)], two, by_ratio[(4.0, model)]):
+            assert low <= mid <= high, (model, low, mid, high)
+    assert sum(by_ratio[(4.0, "aligned")]) > sum(by_ratio[(1.5, "aligned")]), by_ratio
     # Packed under their own leaf switches, neither fast model slows anyone.
     for model in ("fast", "aligned"):
         doc = run_json("cluster", os2, eight, "--placement", "topology", "--contention", "--contention-model", model)
