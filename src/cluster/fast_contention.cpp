@@ -14,7 +14,8 @@ namespace fmsim::cluster {
 namespace {
 
 /// Fixed-point rounds: each job's shared step lengthens its transfers and so raises its duty, which the
-/// others see. Two rounds move the factors of the shipped examples by under 0.1 %.
+/// others see. The shares only fall from round to round (duties only rise), so the rounds stop as soon as
+/// none moves by kShareQuantum; four bound the replays of a neighbourhood.
 constexpr int kFixedPointRounds = 4;
 /// Rail shares closer than this count as equal (the fixed point has converged).
 constexpr double kShareQuantum = 1e-3;
