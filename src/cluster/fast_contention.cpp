@@ -14,8 +14,8 @@ namespace fmsim::cluster {
 namespace {
 
 /// Fixed-point rounds: each job's shared step lengthens its transfers and so raises its duty, which the
-/// others see. The shares only fall from round to round (duties only rise), so the rounds stop as soon as
-/// none moves by kShareQuantum; four bound the replays of a neighbourhood.
+/// others see. The rounds stop as soon as no job's share moves by kShareQuantum; four bound the replays of
+/// a neighbourhood (on the CLI test's neighbourhoods the second round already moves none).
 constexpr int kFixedPointRounds = 4;
 /// Rail shares closer than this count as equal (the fixed point has converged).
 constexpr double kShareQuantum = 1e-3;
