@@ -24,6 +24,12 @@ constexpr double kShareGrid = 0.02;
 
 }  // namespace
 
+std::map<int, int> ScenarioTiming::leaf_order(const std::vector<int>& nodes) const {
+  std::map<int, int> ids;
+  for (int n : nodes) ids.emplace(graph_->leaf_group_of_node(n), static_cast<int>(ids.size()));
+  return ids;
+}
+
 ScenarioTiming::FastReplay ScenarioTiming::fast_replay(const JobSpec& job, const std::vector<int>& nodes, double rail_scale) {
   // The replay depends on the scenario, the leaf switch and NVLink domain of each node in order (which ring
   // hops cross, which nodes form an island), and the share: leaves and domains are renumbered in order of
@@ -31,11 +37,11 @@ ScenarioTiming::FastReplay ScenarioTiming::fast_replay(const JobSpec& job, const
   // interpolated between its two nearest points: a job's step is smooth in its rail share, and the grid
   // bounds the replays per placement.
   const int domain_nodes = std::max(1, spec_.nvlink_domain_nodes);
-  std::map<int, int> leaf_ids, domain_ids;
+  const std::map<int, int> leaf_ids = leaf_order(nodes);
+  std::map<int, int> domain_ids;
   std::vector<std::pair<int, int>> where;
   for (int n : nodes) {
-    where.push_back({leaf_ids.emplace(graph_->leaf_group_of_node(n), static_cast<int>(leaf_ids.size())).first->second,
-                     domain_ids.emplace(n / domain_nodes, static_cast<int>(domain_ids.size())).first->second});
+    where.push_back({leaf_ids.at(graph_->leaf_group_of_node(n)), domain_ids.emplace(n / domain_nodes, static_cast<int>(domain_ids.size())).first->second});
   }
   auto at = [&](long long point) {
     const auto key = std::make_tuple(job.scenario, where, point);
@@ -50,6 +56,11 @@ ScenarioTiming::FastReplay ScenarioTiming::fast_replay(const JobSpec& job, const
     r.time_share = t.net_busy_s > 0 ? std::clamp(t.cross_busy_s / t.net_busy_s, 0.0, 1.0) : 0.0;
     r.demand_share = t.cross_active_s > 0 ? std::clamp(t.cross_busy_s / t.cross_active_s, 0.0, 1.0) : 0.0;
     r.duty = r.step_s > 0 ? std::clamp(t.cross_active_s / r.step_s, 0.0, 1.0) : 0.0;
+    for (const auto& [leaf, busy] : t.leaf_cross_busy_s) {
+      if (auto id = leaf_ids.find(leaf); id != leaf_ids.end() && t.cross_active_s > 0) {
+        r.leaf_demand_share[id->second] = std::clamp(busy / t.cross_active_s, 0.0, 1.0);
+      }
+    }
     fast_memo_.emplace(key, r);
     return r;
   };
@@ -60,7 +71,10 @@ ScenarioTiming::FastReplay ScenarioTiming::fast_replay(const JobSpec& job, const
   if (w < 1e-9) return a;
   const FastReplay b = at(lo + 1);
   auto mix = [w](double x, double y) { return x + w * (y - x); };
-  return {mix(a.step_s, b.step_s), mix(a.time_share, b.time_share), mix(a.demand_share, b.demand_share), mix(a.duty, b.duty)};
+  FastReplay r{mix(a.step_s, b.step_s), mix(a.time_share, b.time_share), mix(a.demand_share, b.demand_share), mix(a.duty, b.duty), {}};
+  for (const auto& [leaf, share] : a.leaf_demand_share) r.leaf_demand_share[leaf] += (1 - w) * share;
+  for (const auto& [leaf, share] : b.leaf_demand_share) r.leaf_demand_share[leaf] += w * share;
+  return r;
 }
 
 std::vector<double> ScenarioTiming::fast_contention_factors(const std::vector<const JobSpec*>& jobs, const std::vector<std::vector<int>>& nodes) {
@@ -78,21 +92,29 @@ std::vector<double> ScenarioTiming::fast_contention_factors(const std::vector<co
   std::vector<FastReplay> alone(n), shared(n);
   std::vector<double> scale(n, 1.0);
   for (std::size_t j = 0; j < n; ++j) shared[j] = alone[j] = fast_replay(*jobs[j], nodes[j], 1.0);
+  std::vector<std::map<int, int>> leaf_ids(n);
+  for (std::size_t j = 0; j < n; ++j) leaf_ids[j] = leaf_order(nodes[j]);
+  auto demand_on = [&](std::size_t job, int leaf) {
+    const auto& shares = alone[job].leaf_demand_share;
+    auto it = shares.find(leaf_ids[job].at(leaf));
+    return it == shares.end() ? 0.0 : it->second;
+  };
   for (int round = 0; round < kFixedPointRounds; ++round) {
     bool moved = false;
     std::vector<double> next(n, 1.0);
     for (std::size_t j = 0; j < n; ++j) {
       // A job's demand on a leaf while it sends across: its nodes there x the share of their rail that
-      // crosses then (the job's mean over its leaves). Its stretch: the slowest of its leaves.
+      // crosses then (per leaf: a ring split 2 + 30 sends one hop out of each leaf, so all of the small
+      // leaf's nodes' worth and a fifteenth of the large one's). Its stretch: the slowest of its leaves.
       double stretch = 1.0;
       for (const auto& [leaf, own] : per_leaf_nodes[j]) {
         std::vector<LeafTenant> others;
         for (std::size_t k = 0; k < n; ++k) {
           if (k == j) continue;
           auto it = per_leaf_nodes[k].find(leaf);
-          if (it != per_leaf_nodes[k].end()) others.push_back({it->second * alone[k].demand_share, aligned ? 1.0 : shared[k].duty});
+          if (it != per_leaf_nodes[k].end()) others.push_back({it->second * demand_on(k, leaf), aligned ? 1.0 : shared[k].duty});
         }
-        stretch = std::max(stretch, uplink_stretch(own * alone[j].demand_share, others, uplink_rails(leaf)));
+        stretch = std::max(stretch, uplink_stretch(own * demand_on(j, leaf), others, uplink_rails(leaf)));
       }
       // Its crossing transfers take `stretch` times as long, the rest of its network time is unchanged.
       next[j] = rail_share(alone[j].time_share, stretch);

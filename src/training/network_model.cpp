@@ -1,6 +1,7 @@
 // The network side of the replay (see replay_internal.hpp). Links carry the achieved fraction of rail
 // bandwidth (collectives::tuning::kNetworkEfficiency), as in `fmsim collective`.
 #include <algorithm>
+#include <map>
 
 #include "fmsim/collectives/tuning.hpp"
 #include "fmsim/common/error.hpp"
@@ -119,7 +120,13 @@ NetworkModel::RailTraffic NetworkModel::fill_collective(engine::SimTask& task, c
   task.overlap_delay_s = c.nvlink_s;
   if (c.net_bytes_per_gpu <= 0) return {};
   const auto& l = layout(comm);
-  const RailTraffic traffic{c.net_bytes_per_gpu, cross_leaf_share(l, c.pattern), node.rank};
+  // Crossing shares per communicator and pattern, computed once (all-pairs is quadratic in the islands).
+  auto known = crossing_.find({comm.id, static_cast<int>(c.pattern)});
+  if (known == crossing_.end()) {
+    known = crossing_.emplace(std::make_pair(comm.id, static_cast<int>(c.pattern)),
+                              std::make_pair(cross_leaf_share(l, c.pattern), cross_leaf_shares_by_leaf(l, c.pattern))).first;
+  }
+  const RailTraffic traffic{c.net_bytes_per_gpu, known->second.first, node.rank, known->second.second};
   if (joint) {
     for (int i = 0; i < l.islands; ++i) {
       for (int k = 0; k < l.ranks_per_island; ++k) {
@@ -158,18 +165,31 @@ double NetworkModel::far_peer_share(const collectives::CommLayout& l, int island
   return static_cast<double>(far) / (l.islands - 1);
 }
 
+double NetworkModel::island_crossing(const collectives::CommLayout& l, collectives::NetPattern pattern, int i) const {
+  if (pattern != collectives::NetPattern::ring_next) return far_peer_share(l, i);
+  const auto& next = l.island_nodes[(i + 1) % l.islands];
+  return cluster_.leaf_group_of_node(l.island_nodes[i].front()) != cluster_.leaf_group_of_node(next.front()) ? 1.0 : 0.0;
+}
+
 double NetworkModel::cross_leaf_share(const collectives::CommLayout& l, collectives::NetPattern pattern) const {
   if (l.islands < 2) return 0.0;
   double crossing = 0;
-  for (int i = 0; i < l.islands; ++i) {
-    if (pattern == collectives::NetPattern::ring_next) {
-      const auto& next = l.island_nodes[(i + 1) % l.islands];
-      crossing += cluster_.leaf_group_of_node(l.island_nodes[i].front()) != cluster_.leaf_group_of_node(next.front()) ? 1.0 : 0.0;
-    } else {
-      crossing += far_peer_share(l, i);
-    }
-  }
+  for (int i = 0; i < l.islands; ++i) crossing += island_crossing(l, pattern, i);
   return crossing / l.islands;
+}
+
+std::vector<std::pair<int, double>> NetworkModel::cross_leaf_shares_by_leaf(const collectives::CommLayout& l,
+                                                                           collectives::NetPattern pattern) const {
+  if (l.islands < 2) return {};
+  std::map<int, std::pair<double, int>> by_leaf;  // leaf -> (crossing, islands)
+  for (int i = 0; i < l.islands; ++i) {
+    auto& [crossing, islands] = by_leaf[cluster_.leaf_group_of_node(l.island_nodes[i].front())];
+    crossing += island_crossing(l, pattern, i);
+    ++islands;
+  }
+  std::vector<std::pair<int, double>> shares;
+  for (const auto& [leaf, sum] : by_leaf) shares.push_back({leaf, sum.first / sum.second});
+  return shares;
 }
 
 NetworkModel::RailTraffic NetworkModel::fill_p2p(engine::SimTask& task, int src_rank, int dst_rank, double bytes) {
@@ -186,7 +206,9 @@ NetworkModel::RailTraffic NetworkModel::fill_p2p(engine::SimTask& task, int src_
   const int src = host_of_rank(src_rank), dst = host_of_rank(dst_rank);
   route(src, dst, rail_path(src_rank, dst_rank));
   task.flows.push_back({src, dst, bytes});
-  return {bytes, cluster_.leaf_group_of_node(src_node) != cluster_.leaf_group_of_node(dst_node) ? 1.0 : 0.0, src_rank};
+  const int src_leaf = cluster_.leaf_group_of_node(src_node), dst_leaf = cluster_.leaf_group_of_node(dst_node);
+  if (src_leaf == dst_leaf) return {bytes, 0.0, src_rank, {}};
+  return {bytes, 1.0, src_rank, {{src_leaf, 1.0}, {dst_leaf, 1.0}}};
 }
 
 }  // namespace fmsim::training

@@ -273,6 +273,7 @@ StepResult simulate_step(const workload::Trace& trace, const topology::ClusterGr
     t.cross_bytes += traffic.bytes * traffic.cross_share;
     t.net_busy_s += end - start;
     t.cross_busy_s += (end - start) * traffic.cross_share;
+    for (const auto& [leaf, share] : traffic.leaf_shares) t.leaf_cross_busy_s[leaf] += (end - start) * share;
     if (traffic.cross_share > 0) crossing[traffic.rank].push_back({start, end});
   }
   for (auto& [rank, spans] : crossing) {  // overlapping transfers (two streams) count their union once
@@ -287,6 +288,7 @@ StepResult simulate_step(const workload::Trace& trace, const topology::ClusterGr
     const double ranks = static_cast<double>(trace.ranks.size());
     auto& t = result.cross_leaf;
     for (double* v : {&t.net_bytes, &t.cross_bytes, &t.net_busy_s, &t.cross_busy_s, &t.cross_active_s}) *v /= ranks;
+    for (auto& [leaf, busy] : t.leaf_cross_busy_s) busy /= ranks;
   }
   attribute_time(trace, result);
   return result;

@@ -22,6 +22,10 @@ class NetworkModel {
     double bytes = 0;
     double cross_share = 0;
     int rank = 0;  ///< the simulated rank whose rail sends them
+    /// Per leaf group the transfer spans: the share of its nodes' rail traffic there that crosses to or
+    /// from other leaves (a ring: the islands whose next lies under another leaf; all-pairs: their peers
+    /// under other leaves; a pipeline send between leaves: 1 at both ends).
+    std::vector<std::pair<int, double>> leaf_shares;
   };
 
   bool all_members_simulated(const workload::Communicator& comm) const;
@@ -41,6 +45,11 @@ class NetworkModel {
   /// Share of a collective's network bytes that crosses leaf switches: for a ring, the hops between
   /// islands under different leaves; for all-pairs traffic, the peers under other leaves (mean over islands).
   double cross_leaf_share(const collectives::CommLayout& l, collectives::NetPattern pattern) const;
+  /// Island i's crossing: for a ring its hop to the next island (0 or 1), for all-pairs traffic the share
+  /// of its peers under other leaves.
+  double island_crossing(const collectives::CommLayout& l, collectives::NetPattern pattern, int i) const;
+  /// The same per leaf group the layout's islands sit under.
+  std::vector<std::pair<int, double>> cross_leaf_shares_by_leaf(const collectives::CommLayout& l, collectives::NetPattern pattern) const;
   /// Share of island `island`'s peers (the other islands) under other leaf switches.
   double far_peer_share(const collectives::CommLayout& l, int island) const;
   const collectives::CollectiveCost& cost(const workload::Communicator& comm, collectives::Op op, double bytes);
@@ -57,6 +66,8 @@ class NetworkModel {
   std::map<int, collectives::CommLayout> layouts_;
   std::map<std::tuple<int, int, double>, collectives::CollectiveCost> costs_;
   bool oversubscribed_ = false;
+  /// (communicator, pattern) -> (crossing share, per leaf)
+  std::map<std::pair<int, int>, std::pair<double, std::vector<std::pair<int, double>>>> crossing_;
 };
 
 /// The task graph after merging pure-delay chains and fork-joins (graph_reduction.cpp), with where

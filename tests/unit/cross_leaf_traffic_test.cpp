@@ -36,6 +36,15 @@ TEST_CASE("a data-parallel ring crosses leaf switches on the hops between them",
   // Two nodes under each of two leaves, in order: two of the ring's four hops cross.
   const auto pairs = ddp_step({0, 1, 8, 9});
   CHECK(pairs.cross_leaf.cross_bytes == Approx(0.5 * pairs.cross_leaf.net_bytes));
+  CHECK(pairs.cross_leaf.leaf_cross_busy_s.at(0) == Approx(pairs.cross_leaf.leaf_cross_busy_s.at(1)));
+  // Three nodes under one leaf and one under another: the ring leaves the first leaf once in three hops
+  // and the second every time, so that leaf's crossing share is three times the first's.
+  const auto uneven = ddp_step({0, 1, 2, 8});
+  const auto& by_leaf = uneven.cross_leaf.leaf_cross_busy_s;
+  REQUIRE(by_leaf.size() == 2);
+  CHECK(by_leaf.at(1) == Approx(3 * by_leaf.at(0)));
+  CHECK(uneven.cross_leaf.cross_bytes == Approx(0.5 * uneven.cross_leaf.net_bytes));  // two of four hops
+  CHECK(by_leaf.at(0) == Approx(uneven.cross_leaf.cross_busy_s * (1.0 / 3) / 0.5));
   // In flight: no longer than the step, no shorter than the weighted busy time, and the union of the
   // GPU's crossing transfers (never their sum when they overlap).
   for (const auto* r : {&scattered, &pairs}) {

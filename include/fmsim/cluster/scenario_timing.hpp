@@ -74,8 +74,12 @@ class ScenarioTiming {
     double time_share = 0;    ///< of its network transfers' time, the share that crosses leaves
     double demand_share = 0;  ///< while a crossing transfer is in flight, the share of its rail that crosses
     double duty = 0;          ///< time with a crossing transfer in flight over the step
+    /// demand_share per leaf the job spans (leaves numbered in order of first use over its nodes)
+    std::map<int, double> leaf_demand_share;
   };
   FastReplay fast_replay(const JobSpec& job, const std::vector<int>& nodes, double rail_scale);
+  /// The job's leaf groups numbered in order of first use over its nodes (the memo's numbering).
+  std::map<int, int> leaf_order(const std::vector<int>& nodes) const;
 
   std::filesystem::path cluster_file_;
   const hardware::Catalog& catalog_;

@@ -31,6 +31,9 @@ struct CrossLeafTraffic {
   double net_busy_s = 0;      ///< the GPU's network transfers' durations, summed
   double cross_busy_s = 0;    ///< the same, each weighted by its crossing share
   double cross_active_s = 0;  ///< time at least one crossing transfer of the GPU was in flight (union)
+  /// Per leaf group: the transfers' durations, each weighted by the share of that leaf's nodes' rail
+  /// traffic that crosses (cluster leaf index -> seconds); over cross_active_s, a leaf's crossing share.
+  std::map<int, double> leaf_cross_busy_s;
 };
 
 /// Knobs of one replay.
