@@ -137,7 +137,9 @@ TEST_CASE("a wide head (MLA's 192/128) slows the attention backward, not the for
 TEST_CASE("GPT-OSS's 128-key sliding window runs far below the full curve, as measured on GB200", "[compute][attention]") {
   // The banded kernel: every key tile it runs is a masked one. cuDNN-frontend on GB200 (128 heads, head dim
   // 64, window 128, seq 2k-16k): forward 153-167 TFLOPS; the full causal curve at head dim 64 and seq 4k
-  // would give about 800. fmsim's window span (about 127 keys) through the same curve: within 15 %.
+  // would give about 800. fmsim's window span (about 127 keys) through the same curve: within 15 %. The 32k
+  // row is left out: it runs at 104 TFLOPS forward, 40 % below the others, which no span term explains
+  // (the kernel's own behaviour at that length; GPT-OSS trains at 4k).
   for (const auto& r : causal_rows()) {
     if (r.window <= 0 || r.gpu != "GB200" || r.seq > 16384) continue;
     INFO(r.pass << " seq " << r.seq << ": " << model_ms(r) << " ms against " << r.time_ms);
