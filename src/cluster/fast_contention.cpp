@@ -78,7 +78,7 @@ ScenarioTiming::FastReplay ScenarioTiming::fast_replay(const JobSpec& job, const
 }
 
 std::vector<double> ScenarioTiming::fast_contention_factors(const std::vector<const JobSpec*>& jobs, const std::vector<std::vector<int>>& nodes) {
-  if (!graph_) graph_ = topology::build_cluster_graph(spec_);
+  // contention_factors has built graph_.
   // Aligned: every other job's cross-leaf transfers run whenever this job's do (jobs started together
   // with identical steps: the bound the full model's common start gives).
   const bool aligned = contention_model_ == ContentionModel::aligned;

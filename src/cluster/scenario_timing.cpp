@@ -68,14 +68,14 @@ std::vector<double> ScenarioTiming::contention_factors(const std::vector<const J
   // The neighbourhood's shape: per job its scenario and (leaf, nodes under it), leaves renumbered in order
   // of first use over the jobs sorted by that shape, so that a shifted copy of a neighbourhood hits the memo.
   // Each leaf also carries the nodes under it (a cluster's last leaf may hold fewer: a smaller uplink).
-  const int per_leaf = spec_.fabric.nodes_per_leaf;
+  if (!graph_) graph_ = topology::build_cluster_graph(spec_);
   using Shape = std::pair<std::string, std::vector<std::array<int, 3>>>;
   std::vector<std::pair<Shape, std::size_t>> shaped;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     std::map<int, int> per;
-    for (int n : nodes[i]) ++per[n / per_leaf];
+    for (int n : nodes[i]) ++per[graph_->leaf_group_of_node(n)];
     std::vector<std::array<int, 3>> leaves;
-    for (const auto& [leaf, count] : per) leaves.push_back({leaf, count, std::min(per_leaf, spec_.nodes - leaf * per_leaf)});
+    for (const auto& [leaf, count] : per) leaves.push_back({leaf, count, graph_->nodes_in_leaf_group(leaf)});
     shaped.push_back({{jobs[i]->scenario, leaves}, i});
   }
   std::sort(shaped.begin(), shaped.end());
@@ -106,7 +106,6 @@ std::vector<double> ScenarioTiming::contention_factors(const std::vector<const J
         const std::string origin = job.scenario + " (job " + job.id + ")";
         fabric_jobs.push_back({job.id, trace_on_nodes(cluster_file_, spec_, job.scenario, nodes[index], catalog_, origin, true)});
       }
-      if (!graph_) graph_ = topology::build_cluster_graph(spec_);
       const auto shared = training::simulate_shared_fabric(std::move(fabric_jobs), *graph_);
       for (const auto& r : shared.jobs) by_shape.push_back(r.shared_s > 0 ? std::min(1.0, r.alone_s / r.shared_s) : 1.0);
       ++contention_simulations_;

@@ -102,14 +102,14 @@ ServeSummary summarize(const ServingPlan& plan, const ServeOutcome& outcome) {
     s.iteration_time[static_cast<std::size_t>(r.pool)].busy_s += r.busy_s;
     s.iteration_time[static_cast<std::size_t>(r.pool)].iterations += r.iterations;
   }
+  BatchShape one;  // one sequence decoding one token: the part of an iteration that does not grow with the batch
+  one.decode_tokens = 1;
+  one.decode_context_tokens = 1;
+  one.sampled_rows = 1;
   for (std::size_t p = 0; p < pool_parts.size(); ++p) {
-    BatchShape one;
-    one.decode_tokens = 1;
-    one.decode_context_tokens = 1;
-    one.sampled_rows = 1;
+    s.iteration_time[p].parts_s = named_parts(pool_parts[p]);
     s.iteration_time[p].fixed_s = plan.model(static_cast<int>(p)).iteration_s(one);
   }
-  for (std::size_t p = 0; p < pool_parts.size(); ++p) s.iteration_time[p].parts_s = named_parts(pool_parts[p]);
   for (const auto& o : outcome.requests) {
     first_arrival = std::min(first_arrival, o.arrival_s);
     last_arrival = std::max(last_arrival, o.arrival_s);

@@ -121,12 +121,10 @@ NetworkModel::RailTraffic NetworkModel::fill_collective(engine::SimTask& task, c
   if (c.net_bytes_per_gpu <= 0) return {};
   const auto& l = layout(comm);
   // Crossing shares per communicator and pattern, computed once (all-pairs is quadratic in the islands).
-  auto known = crossing_.find({comm.id, static_cast<int>(c.pattern)});
-  if (known == crossing_.end()) {
-    known = crossing_.emplace(std::make_pair(comm.id, static_cast<int>(c.pattern)),
-                              std::make_pair(cross_leaf_share(l, c.pattern), cross_leaf_shares_by_leaf(l, c.pattern))).first;
-  }
-  const RailTraffic traffic{c.net_bytes_per_gpu, known->second.first, node.rank, known->second.second};
+  const auto key = std::make_pair(comm.id, static_cast<int>(c.pattern));
+  auto known = crossing_.find(key);
+  if (known == crossing_.end()) known = crossing_.emplace(key, crossing_shares(l, c.pattern)).first;
+  const RailTraffic traffic{c.net_bytes_per_gpu, known->second.mean, node.rank, known->second.by_leaf};
   if (joint) {
     for (int i = 0; i < l.islands; ++i) {
       for (int k = 0; k < l.ranks_per_island; ++k) {
@@ -171,24 +169,19 @@ double NetworkModel::island_crossing(const collectives::CommLayout& l, collectiv
   return cluster_.leaf_group_of_node(l.island_nodes[i].front()) != cluster_.leaf_group_of_node(next.front()) ? 1.0 : 0.0;
 }
 
-double NetworkModel::cross_leaf_share(const collectives::CommLayout& l, collectives::NetPattern pattern) const {
-  if (l.islands < 2) return 0.0;
-  double crossing = 0;
-  for (int i = 0; i < l.islands; ++i) crossing += island_crossing(l, pattern, i);
-  return crossing / l.islands;
-}
-
-std::vector<std::pair<int, double>> NetworkModel::cross_leaf_shares_by_leaf(const collectives::CommLayout& l,
-                                                                           collectives::NetPattern pattern) const {
+NetworkModel::CrossingShares NetworkModel::crossing_shares(const collectives::CommLayout& l, collectives::NetPattern pattern) const {
   if (l.islands < 2) return {};
   std::map<int, std::pair<double, int>> by_leaf;  // leaf -> (crossing, islands)
+  double total = 0;
   for (int i = 0; i < l.islands; ++i) {
     auto& [crossing, islands] = by_leaf[cluster_.leaf_group_of_node(l.island_nodes[i].front())];
-    crossing += island_crossing(l, pattern, i);
+    const double share = island_crossing(l, pattern, i);
+    crossing += share;
+    total += share;
     ++islands;
   }
-  std::vector<std::pair<int, double>> shares;
-  for (const auto& [leaf, sum] : by_leaf) shares.push_back({leaf, sum.first / sum.second});
+  CrossingShares shares{total / l.islands, {}};
+  for (const auto& [leaf, sum] : by_leaf) shares.by_leaf.push_back({leaf, sum.first / sum.second});
   return shares;
 }
 

@@ -42,14 +42,17 @@ class NetworkModel {
   /// Links from the rail of `src_rank`'s GPU to the rail of `dst_gpu` (leaf uplinks when needed).
   std::vector<int> rail_path(int src_rank, int dst_rank);
   const collectives::CommLayout& layout(const workload::Communicator& comm);
-  /// Share of a collective's network bytes that crosses leaf switches: for a ring, the hops between
-  /// islands under different leaves; for all-pairs traffic, the peers under other leaves (mean over islands).
-  double cross_leaf_share(const collectives::CommLayout& l, collectives::NetPattern pattern) const;
+  /// Share of a collective's network bytes that crosses leaf switches (mean over islands), and the same per
+  /// leaf group the islands sit under: for a ring, the hops between islands under different leaves; for
+  /// all-pairs traffic, the peers under other leaves.
+  struct CrossingShares {
+    double mean = 0;
+    std::vector<std::pair<int, double>> by_leaf;
+  };
+  CrossingShares crossing_shares(const collectives::CommLayout& l, collectives::NetPattern pattern) const;
   /// Island i's crossing: for a ring its hop to the next island (0 or 1), for all-pairs traffic the share
   /// of its peers under other leaves.
   double island_crossing(const collectives::CommLayout& l, collectives::NetPattern pattern, int i) const;
-  /// The same per leaf group the layout's islands sit under.
-  std::vector<std::pair<int, double>> cross_leaf_shares_by_leaf(const collectives::CommLayout& l, collectives::NetPattern pattern) const;
   /// Share of island `island`'s peers (the other islands) under other leaf switches.
   double far_peer_share(const collectives::CommLayout& l, int island) const;
   const collectives::CollectiveCost& cost(const workload::Communicator& comm, collectives::Op op, double bytes);
@@ -66,8 +69,7 @@ class NetworkModel {
   std::map<int, collectives::CommLayout> layouts_;
   std::map<std::tuple<int, int, double>, collectives::CollectiveCost> costs_;
   bool oversubscribed_ = false;
-  /// (communicator, pattern) -> (crossing share, per leaf)
-  std::map<std::pair<int, int>, std::pair<double, std::vector<std::pair<int, double>>>> crossing_;
+  std::map<std::pair<int, int>, CrossingShares> crossing_;  ///< (communicator, pattern) -> its crossing shares
 };
 
 /// The task graph after merging pure-delay chains and fork-joins (graph_reduction.cpp), with where
