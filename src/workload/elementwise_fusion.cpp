@@ -9,6 +9,19 @@
 //   autograd runs the gradients of those seven ops: 56 against 8.
 // - RoPE: torchtitan's apply_rotary_emb (complex multiply): float() (2 + 4), complex mul by freqs_cis
 //   (4 + 4), type_as (4 + 2) = 20 per element of Q and K against 4; backward the same 20 against 4.
+// - RoPE in Megatron's own eager code (_apply_rotary_pos_emb_bshd, rope_utils.py), which runs where the
+//   fused kernel cannot take YaRN's attention factor (GPT-OSS): _rotate_half's -x2 on half the elements
+//   (1 + 1) and cat (2 + 2), t * cos (2 + 2), rotated * sin (2 + 2), the sum (4 + 2), the final cat with
+//   the (empty) pass-through part (2 + 2) = 24 per element against 4. Backward: the two products'
+//   gradients (4 + 4), the negation's (2), the chunk's cat of its halves' gradients (4), the sum of t's
+//   two gradients (6) and the slice t[..., :rot_dim]'s zero-filled copy (6) = 26 against 4. Ops: per Q
+//   and K, cos, sin, two scalings and two casts of the frequencies and the six above (24 a layer).
+// - Clamped gated activation (GPT-OSS's swiglu_limit, Megatron activation_func_clamp_value): Megatron's
+//   fused quick-GeGLU takes unclamped inputs, so weighted_bias_quick_geglu_impl (fused_bias_geglu.py)
+//   first splits FC1's output, clamps each half (1 + 1 per element of the output, each) and concatenates
+//   them again (2 + 2): 8 per element of FC1's output. Backward: each clamp's gradient (grad, input,
+//   result: 1.5 each half) and the split's concatenation of the two (2 + 2): 10. Transformer Engine's op
+//   fuser runs the clamp inside its ScaledClampedQGeGLU (moe/experts.py), so then none.
 // - activation: eager SwiGLU silu(x W1) * (x W3): silu (2 + 2), mul (2 + 2 + 2) = 10 per element of the
 //   FFN width against 6; backward mul (6 + 6) and silu (6) = 18 against 12. An unfused bias + GeLU adds
 //   the bias in its own op (2 + 2) forward; backward unchanged (GeLU's gradient, then the bias reduction).
@@ -28,15 +41,37 @@ double norm_extra_bytes(const TraceWriter& w, bool backward) {
   return backward ? 56.0 - 8.0 : 36.0 - 4.0;
 }
 
+RopePath rope_path(const TraceWriter& w) {
+  const auto& f = w.s.framework;
+  if (f.torch_compile) return RopePath::fused;
+  if (!f.fusions.rope) return RopePath::stack_eager;
+  if (w.s.model.rope_attention_factor != 1.0 && !f.fusions.rope_attention_factor) return RopePath::megatron_eager;
+  return RopePath::fused;
+}
+
 double rope_extra_bytes(const TraceWriter& w, bool backward) {
-  (void)backward;
-  if (w.s.framework.fuses_rope()) return 0.0;
-  return 20.0 - 4.0;
+  switch (rope_path(w)) {
+    case RopePath::fused: return 0.0;
+    case RopePath::stack_eager: return 20.0 - 4.0;
+    case RopePath::megatron_eager: return (backward ? 26.0 : 24.0) - 4.0;
+  }
+  return 0.0;
+}
+
+double activation_clamp_bytes(const TraceWriter& w, bool backward) {
+  if (w.s.model.activation_clamp <= 0 || !w.s.model.gated_mlp || w.s.training.te_op_fuser || w.s.framework.torch_compile) return 0.0;
+  return backward ? 10.0 : 8.0;
+}
+
+int activation_clamp_ops(const TraceWriter& w, bool backward) {
+  if (activation_clamp_bytes(w, backward) <= 0) return 0;
+  return backward ? 3 : 4;  // split, two clamps, cat; backward the clamps' gradients and the cat
 }
 
 double activation_extra_bytes(const TraceWriter& w, bool backward) {
-  if (w.s.framework.fuses_activation()) return 0.0;
-  if (w.s.model.gated_mlp) return backward ? 18.0 - 12.0 : 10.0 - 6.0;
+  const double clamp = 2.0 * activation_clamp_bytes(w, backward);  // FC1's output is twice the FFN width
+  if (w.s.framework.fuses_activation()) return clamp;
+  if (w.s.model.gated_mlp) return clamp + (backward ? 18.0 - 12.0 : 10.0 - 6.0);
   return w.s.model.mlp_bias && !backward ? 4.0 : 0.0;
 }
 
@@ -55,7 +90,13 @@ double router_extra_bytes(const TraceWriter& w, double tokens) {
 int element_wise_ops(const TraceWriter& w, ElementWiseChain chain) {
   switch (chain) {
     case ElementWiseChain::norm: return w.s.framework.fuses_norm() ? 1 : 7;
-    case ElementWiseChain::rope: return w.s.framework.fuses_rope() ? 1 : 6;  // three ops on each of Q and K
+    case ElementWiseChain::rope:  // torchtitan: three ops on each of Q and K; Megatron's eager RoPE above
+      switch (rope_path(w)) {
+        case RopePath::fused: return 1;
+        case RopePath::stack_eager: return 6;
+        case RopePath::megatron_eager: return 24;
+      }
+      return 1;
     case ElementWiseChain::activation: return w.s.framework.fuses_activation() ? 1 : 2;
     case ElementWiseChain::cross_entropy: return w.s.framework.fuses_cross_entropy() ? 1 : 3;
   }

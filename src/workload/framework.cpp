@@ -32,6 +32,7 @@ bool valid_stack_name(const std::string& name) {
 void read_fusions(config::ObjectReader& r, Fusions& f) {
   f.norm = r.bool_or("norm", f.norm);
   f.rope = r.bool_or("rope", f.rope);
+  f.rope_attention_factor = r.bool_or("rope_attention_factor", f.rope_attention_factor);
   f.bias_activation = r.bool_or("bias_activation", f.bias_activation);
   f.cross_entropy = r.bool_or("cross_entropy", f.cross_entropy);
   f.permute = r.bool_or("permute", f.permute);

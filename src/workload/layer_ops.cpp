@@ -35,6 +35,17 @@ Shapes shapes_of(const TraceWriter& w) {
   return s;
 }
 
+/// Host time of a MoE layer's attention half (moe_host.hpp), with the extra ops of an eager RoPE
+/// (elementwise_fusion.cpp) where no CUDA graph covers the attention.
+double moe_attention_host_s(const TraceWriter& w) {
+  const auto& g = w.s.training.cuda_graphs;
+  double seconds = moe_layer_attention_host_s(g);
+  if (!g.full_iteration && !g.attn && w.s.model.learned_positions == 0) {
+    seconds += (element_wise_ops(w, ElementWiseChain::rope) - 1) * kEagerOpHost_s;
+  }
+  return seconds;
+}
+
 /// Extra bytes of an unfused RoPE over `width` columns of Q and K (none with learned positions).
 double rope_bytes_extra(const TraceWriter& w, double tokens, double width, bool backward) {
   if (w.s.model.learned_positions > 0) return 0.0;
@@ -244,7 +255,7 @@ LayerPieces layer_forward_pieces(TraceWriter& w, int rank, const Communicators& 
     // A MoE layer's attention is issued by the host like its MoE block (moe_host.hpp): after the
     // dispatcher's sync the host is not ahead of the GPU. Dense layers' host time stays hidden.
     // Dense layers pay their host time only where no CUDA graph covers them (host_launch.cpp).
-    const int host = moe ? host_issue_node(w, rank, "host.attention", moe_layer_attention_host_s(w.s.training.cuda_graphs))
+    const int host = moe ? host_issue_node(w, rank, "host.attention", moe_attention_host_s(w))
                          : dense_host_node(w, rank, DenseHalf::attention, false);
     const int mlp_host = moe ? -1 : dense_host_node(w, rank, DenseHalf::mlp, false);
     const double norm_extra = norm_extra_bytes(w, false) * tsp * s.h;  // unfused norms (elementwise_fusion.cpp)
@@ -334,7 +345,7 @@ LayerPieces layer_backward_pieces(TraceWriter& w, int rank, const Communicators&
   pieces.push_back({PieceRole::attention, [&w, &c, rank, layer, moe, fp8, s, t, tsp, ab, sp, reduce](int after) {
     const auto& tr = w.s.training;
     int node = moe ? moe_route(w, rank, layer, true, after) : after;
-    const int host = moe ? host_issue_node(w, rank, "host.attention.bwd", moe_layer_attention_host_s(w.s.training.cuda_graphs))
+    const int host = moe ? host_issue_node(w, rank, "host.attention.bwd", moe_attention_host_s(w))
                          : dense_host_node(w, rank, DenseHalf::attention, true);
     const double norm_extra = norm_extra_bytes(w, true) * tsp * s.h;  // unfused norms (elementwise_fusion.cpp)
     node = w.memory(rank, "norm2.bwd", 2 * 5 * tsp * s.h * ab + norm_extra, after_of(node));

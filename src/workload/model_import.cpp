@@ -2,6 +2,7 @@
 // MixtralConfig, Qwen3MoeConfig, DeepseekV3Config, GptOssConfig, NemotronConfig, GPT2Config); keys that
 // fmsim does not need are ignored, as HF configs carry many.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "fmsim/common/error.hpp"
@@ -56,6 +57,15 @@ class HfReader {
     if (!it->is_boolean()) throw InputError(file_ + ": /" + key + " = " + it->dump() + ": expected true or false");
     return it->get<bool>();
   }
+  /// A non-negative finite number; `fallback` when absent.
+  double number(const std::string& key, double fallback) const {
+    auto it = config_.find(key);
+    if (it == config_.end() || it->is_null()) return fallback;
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
+      throw InputError(file_ + ": /" + key + " = " + config::render_value(*it) + ": expected a number >= 0");
+    }
+    return it->get<double>();
+  }
   const json* find(const std::string& key) const {
     auto it = config_.find(key);
     return it == config_.end() || it->is_null() ? nullptr : &*it;
@@ -68,6 +78,40 @@ class HfReader {
   const json& config_;
   std::string file_;
 };
+
+/// YaRN's attention factor (Megatron-Core yarn_rotary_pos_embedding.py _yarn_get_concentration_factor, HF
+/// _compute_yarn_parameters): rope_scaling.attention_factor when given; else with DeepSeek's mscale and
+/// mscale_all_dim both given, get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim); else
+/// get_mscale(factor) = 0.1 ln(factor) + 1 (1 for factor <= 1). Other rope types: 1.
+double yarn_attention_factor(const HfReader& hf) {
+  const json* scaling = hf.find("rope_scaling");
+  if (!scaling) return 1.0;
+  if (!scaling->is_object()) hf.fail("rope_scaling", config::render_value(*scaling), "expected an object");
+  auto field = [&](const char* key) -> const json* {
+    auto it = scaling->find(key);
+    if (it == scaling->end() || it->is_null()) return nullptr;
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0) {
+      hf.fail(std::string("rope_scaling/") + key, config::render_value(*it), "expected a positive number");
+    }
+    return &*it;
+  };
+  auto type_of = [&]() -> std::string {
+    for (const char* key : {"rope_type", "type"}) {
+      auto it = scaling->find(key);
+      if (it != scaling->end() && it->is_string()) return it->get<std::string>();
+    }
+    return "";
+  };
+  if (type_of() != "yarn") return 1.0;
+  if (const json* given = field("attention_factor")) return given->get<double>();
+  const json* factor = field("factor");
+  const double f = factor ? factor->get<double>() : 1.0;
+  auto get_mscale = [f](double mscale) { return f <= 1.0 ? 1.0 : 0.1 * mscale * std::log(f) + 1.0; };
+  const json* mscale = field("mscale");
+  const json* mscale_all_dim = field("mscale_all_dim");
+  if (mscale && mscale_all_dim) return get_mscale(mscale->get<double>()) / get_mscale(mscale_all_dim->get<double>());
+  return get_mscale(1.0);
+}
 
 bool gated_activation(const std::string& act, const std::string& model_type) {
   static const std::vector<std::string> gated = {"silu", "swish", "swiglu", "geglu"};
@@ -141,6 +185,8 @@ ModelSpec model_from_hf_config(const json& config, const std::string& file) {
   }
   read_sliding_window(hf, m);
   m.attention_sinks = hf.flag("attention_sinks", m.model_type == "gpt_oss");
+  m.rope_attention_factor = yarn_attention_factor(hf);
+  m.activation_clamp = hf.number("swiglu_limit", 0.0);
   m.mtp_layers = hf.integer({"num_nextn_predict_layers", "mtp_num_layers"}, 0, 0);
 
   if (hf.find("kv_lora_rank")) {

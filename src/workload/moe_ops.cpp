@@ -98,6 +98,7 @@ int host_issue(TraceWriter& w, int rank, int layer, fmsim::workload::MoeStep ste
   const auto& p = w.s.parallelism;
   auto eager = fmsim::workload::moe_host_ops(step, backward, w.s.training.moe_dispatcher, w.s.model.moe.experts / p.ep, w.fp8(layer));
   if (step == fmsim::workload::MoeStep::experts && eager_expert_bias(w)) eager.plain_ops = expert_bias_ops(w.s.model.moe.experts / p.ep, backward);
+  if (step == fmsim::workload::MoeStep::experts) eager.plain_ops += activation_clamp_ops(w, backward);
   return host_issue(w, rank, name, fmsim::workload::graphed_moe_host_ops(w.s.training.cuda_graphs, step, backward, eager));
 }
 
@@ -201,10 +202,14 @@ int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_w
   const double rows = s.rows_per_expert, h = expert_width(m);
   const int e = s.local_experts;
   const double act_bytes = (s.gated + 1) * rows * e * s.fc2_k * w.act_bytes;
+  // GPT-OSS's clamped activation outside the fused kernel (elementwise_fusion.cpp), per element of FC1's output.
+  const double clamp_fwd = activation_clamp_bytes(w, false) * rows * e * s.fc1_n;
+  const double clamp_bwd = activation_clamp_bytes(w, true) * rows * e * s.fc1_n;
   const int host = host_issue(w, rank, layer, MoeStep::experts, backward, backward ? "host.moe.experts.bwd" : "host.moe.experts");
   int node = reorder_by_expert(w, rank, s, true, backward, after);
   if (!backward) {
     node = w.gemm(rank, "moe.fc1", rows, s.fc1_n, h, fp8, after_of(node), e);
+    if (clamp_fwd > 0) node = w.memory(rank, "moe.act.clamp", clamp_fwd, after_of(node));
     node = w.memory(rank, "moe.act", act_bytes, after_of(node));
     node = w.gemm(rank, "moe.fc2", rows, h, s.fc2_k, fp8, after_of(node), e);
     if (eager_expert_bias(w)) node = w.memory(rank, "moe.fc2_bias", kExpertBiasForwardBytes * rows * e * h, {node});
@@ -213,6 +218,8 @@ int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_w
     if (eager_expert_bias(w)) node = w.memory(rank, "moe.fc2_bias.bwd", kExpertBiasBackwardBytes * rows * e * h, after_of(node));
     node = w.gemm(rank, "moe.fc2.dgrad", rows, s.fc2_k, h, fp8, after_of(node), e);
     if (!delay_wgrad) node = expert_wgrad(w, rank, layer, s, false, node);
+    // The recomputed activation runs its clamps again (bias_act_func is what activation_recompute wraps).
+    if (clamp_bwd > 0) node = w.memory(rank, "moe.act.clamp.bwd", clamp_bwd + (act_again ? clamp_fwd : 0.0), after_of(node));
     node = w.memory(rank, "moe.act.bwd", (2 + (act_again ? 1 : 0)) * act_bytes, after_of(node));
     node = w.gemm(rank, "moe.fc1.dgrad", rows, h, s.fc1_n, fp8, after_of(node), e);
     if (!delay_wgrad) node = expert_wgrad(w, rank, layer, s, true, node);

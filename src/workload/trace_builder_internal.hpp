@@ -159,6 +159,14 @@ double unfused_score_bytes(const TraceWriter& w);
 /// the stack fuses it or torch.compile does), and the kernels the chain launches.
 double norm_extra_bytes(const TraceWriter& w, bool backward);
 double rope_extra_bytes(const TraceWriter& w, bool backward);
+/// How a layer's RoPE runs: one fused kernel, the stack's own eager code (torchtitan), or Megatron's eager
+/// RoPE where its fused kernel does not take the model's YaRN attention factor (elementwise_fusion.cpp).
+enum class RopePath { fused, stack_eager, megatron_eager };
+RopePath rope_path(const TraceWriter& w);
+/// HBM bytes per element of the gated FC1 output that clamping the activation's inputs adds (GPT-OSS's
+/// swiglu_limit run by Megatron outside its fused activation), and the eager ops it issues.
+double activation_clamp_bytes(const TraceWriter& w, bool backward);
+int activation_clamp_ops(const TraceWriter& w, bool backward);
 double activation_extra_bytes(const TraceWriter& w, bool backward);
 double cross_entropy_extra_bytes(const TraceWriter& w, bool backward);
 double permute_pass_factor(const TraceWriter& w);

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include "fmsim/common/error.hpp"
 #include "fmsim/compute/compute_model.hpp"
@@ -150,6 +151,55 @@ TEST_CASE("stacks: unfused cross-entropy and SwiGLU cost their extra bytes", "[w
   CHECK(step_s(loss) - step_s(fused) == Approx(hbm_s(fused, (10 + 14) * tokens * vocab)).epsilon(0.02));
   // SwiGLU forward 10 against 6 bytes per FFN element, backward 18 against 12, on each of 2 layers.
   CHECK(step_s(act) - step_s(fused) == Approx(hbm_s(fused, 2 * (4 + 6) * tokens * ffn)).epsilon(0.02));
+}
+
+TEST_CASE("stacks: Megatron runs its eager RoPE where the fused kernel cannot take YaRN's attention factor", "[workload][framework]") {
+  // GPT-OSS's rope_scaling (yarn, factor 32) on Llama 3 8B layers: attention factor 0.1 ln 32 + 1.
+  Shape yarn;
+  yarn.model = {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 32.0}}}};
+  const Scenario fused = scenario({});
+  const Scenario eager = scenario(yarn);
+  CHECK(eager.model.rope_attention_factor == Approx(1.0 + 0.1 * std::log(32.0)));
+  CHECK(fused.model.rope_attention_factor == 1.0);
+  const double tokens = 4096, width = fused.model.q_dim() + fused.model.kv_dim();  // Q and K columns
+  const Trace t = trace_of(eager);
+  // Forward 24 bytes per element of Q and K against the fused kernel's 4; backward 26 against 4.
+  CHECK(named(t, "rope")[0].bytes == Approx(24 * tokens * width));
+  CHECK(named(t, "rope.bwd")[0].bytes == Approx(26 * tokens * width));
+  CHECK(step_s(eager) - step_s(fused) == Approx(hbm_s(fused, 2 * (20 + 22) * tokens * width)).epsilon(0.02));
+  // A stack whose fused RoPE applies the factor runs it fused again.
+  Scenario factor_fused = eager;
+  factor_fused.framework.fusions.rope_attention_factor = true;
+  CHECK(named(trace_of(factor_fused), "rope")[0].bytes == Approx(4 * tokens * width));
+  // DeepSeek's mscale / mscale_all_dim cancel: no factor, nothing unfused.
+  Shape deepseek;
+  deepseek.model = {{"rope_scaling", {{"type", "yarn"}, {"factor", 40.0}, {"mscale", 1.0}, {"mscale_all_dim", 1.0}}}};
+  CHECK(scenario(deepseek).model.rope_attention_factor == Approx(1.0));
+  Shape given;
+  given.model = {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 8.0}, {"attention_factor", 1.2}}}};
+  CHECK(scenario(given).model.rope_attention_factor == Approx(1.2));
+  Shape bad;
+  bad.model = {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", -2.0}}}};
+  CHECK_THROWS_WITH(scenario(bad), Catch::Contains("rope_scaling/factor") && Catch::Contains("positive"));
+}
+
+TEST_CASE("stacks: a clamped gated activation costs its split, clamps and concatenation", "[workload][framework]") {
+  Shape clamped;
+  clamped.model = {{"swiglu_limit", 7.0}};
+  const Scenario plain = scenario({});
+  const Scenario clamp = scenario(clamped);
+  CHECK(clamp.model.activation_clamp == 7.0);
+  const double tokens = 4096, ffn = plain.model.ffn;
+  // Per element of FC1's output (2 x FFN): forward 8 bytes, backward 10, on each of 2 layers.
+  CHECK(named(trace_of(clamp), "act")[0].bytes == Approx(named(trace_of(plain), "act")[0].bytes + 8 * tokens * 2 * ffn));
+  CHECK(step_s(clamp) - step_s(plain) == Approx(hbm_s(plain, 2 * (8 + 10) * tokens * 2 * ffn)).epsilon(0.02));
+  // Transformer Engine's op fuser clamps inside its fused activation.
+  Scenario fuser = clamp;
+  fuser.training.te_op_fuser = true;
+  CHECK(step_s(fuser) == Approx(step_s(plain)).epsilon(1e-9));
+  Shape bad;
+  bad.model = {{"swiglu_limit", "seven"}};
+  CHECK_THROWS_WITH(scenario(bad), Catch::Contains("swiglu_limit") && Catch::Contains("number"));
 }
 
 TEST_CASE("stacks: the eager host path binds only where kernels are shorter than their issue", "[workload][framework]") {

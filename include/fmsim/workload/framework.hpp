@@ -28,6 +28,10 @@ enum class AttentionKernel { fused, flash2, unfused };
 struct Fusions {
   bool norm = true;             ///< LayerNorm / RMSNorm (TE, Apex)
   bool rope = true;             ///< rotary embedding (TE fused RoPE, Megatron apply_rope_fusion)
+  /// The fused RoPE also applies YaRN's attention factor. Megatron-Core 0.16 and later (and the Megatron-LM
+  /// that Megatron-Bridge 25.11 and later pin) run their unfused RoPE instead when the factor is not 1
+  /// (rope_utils.py apply_rotary_pos_emb: "mscale ... is not supported by TE's fused RoPE"): GPT-OSS.
+  bool rope_attention_factor = false;
   bool bias_activation = true;  ///< bias + GeLU / SwiGLU (Megatron bias_activation_fusion)
   bool cross_entropy = true;    ///< cast + softmax + loss over the vocabulary (cross_entropy_loss_fusion)
   bool permute = true;          ///< MoE token permutation (moe_permute_fusion)

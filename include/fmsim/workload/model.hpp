@@ -54,6 +54,13 @@ struct ModelSpec {
   int sliding_window = 0;         ///< tokens; 0 = full attention everywhere
   std::vector<bool> sliding_layers;  ///< per layer: uses the sliding window
   bool attention_sinks = false;   ///< a learned sink logit per head and layer (GPT-OSS)
+  /// YaRN's attention factor, which scales RoPE's cosines and sines (HF rope_scaling of type "yarn":
+  /// attention_factor, or 0.1 ln(factor) + 1, divided by the same with mscale_all_dim where DeepSeek's
+  /// mscale / mscale_all_dim are given; Megatron-Core _yarn_get_concentration_factor). 1 = none.
+  double rope_attention_factor = 1.0;
+  /// The gated activation's inputs are clamped (HF swiglu_limit, GPT-OSS 7; Megatron
+  /// activation_func_clamp_value): 0 = no clamp.
+  double activation_clamp = 0.0;
   int mtp_layers = 0;             ///< multi-token-prediction depths (HF num_nextn_predict_layers, Megatron mtp_num_layers)
   bool mla = false;
   MlaShape mla_shape;
