@@ -102,6 +102,8 @@ json to_json(const RlResult& r) {
               {"update_step_s", r.update_step_s},
               {"packed_rows_per_step", r.packed_rows_per_step},
               {"seq_length", r.seq_length},
+              {"sequence_packing", r.spec.sequence_packing},
+              {"sample_row_tokens", r.sample_row_tokens},
               {"weight_sync_bytes", r.weight_bytes},
               {"handover_bytes_per_gpu", r.handover_bytes_per_gpu},
               {"reference_swap_s", r.reference_swap_s},
@@ -168,8 +170,13 @@ std::string to_text(const RlResult& r) {
                 r.spec.forward_passes(), units::format_time(r.forward_pass_s).c_str(), r.reference_swap_s > 0 ? "; reference swapped in: " : "",
                 r.reference_swap_s > 0 ? units::format_time(r.reference_swap_s).c_str() : "");
   row("forward", p.forward_s, note);
-  std::snprintf(note, sizeof note, "%d optimizer step(s) of %d packed rows x %d tokens, %s each", r.update_steps,
-                r.packed_rows_per_step, r.seq_length, units::format_time(r.update_step_s).c_str());
+  if (r.spec.sequence_packing) {
+    std::snprintf(note, sizeof note, "%d optimizer step(s) of %d packed rows x %d tokens, %s each", r.update_steps,
+                  r.packed_rows_per_step, r.seq_length, units::format_time(r.update_step_s).c_str());
+  } else {
+    std::snprintf(note, sizeof note, "%d optimizer step(s) of %d samples, each padded to the longest (%.0f tokens), %s each",
+                  r.update_steps, r.packed_rows_per_step, r.sample_row_tokens, units::format_time(r.update_step_s).c_str());
+  }
   row("update", p.update_s, note);
   row("weight sync", p.weight_sync_s,
       units::format_bytes(r.weight_bytes) + " of BF16 weights into the rollout layout" +

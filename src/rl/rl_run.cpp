@@ -45,6 +45,7 @@ struct ServeRun {
   double end_s = 0, tail_s = 0, output_tokens_per_s = 0;
   double weight_bytes_per_gpu = 0;  ///< the engine's weights on one of its GPUs
   double mean_input = 0, mean_output = 0;
+  double max_sequence = 0;  ///< the longest prompt + response
   int replicas = 0;
   std::vector<std::vector<int>> replica_gpus;  ///< each replica's GPUs on the run's cluster, as serving placed them
 };
@@ -66,6 +67,7 @@ ServeRun run_offline(const json& document, const std::string& origin, const std:
     finish.push_back(r.finish_s);
     run.mean_input += r.input_tokens;
     run.mean_output += r.output_tokens;
+    run.max_sequence = std::max(run.max_sequence, static_cast<double>(r.input_tokens + r.output_tokens));
     output_tokens += static_cast<double>(r.output_tokens) * r.samples;
   }
   if (!finish.empty()) {
@@ -176,6 +178,9 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   result.mean_prompt_tokens = rollout.mean_input;
   result.mean_response_tokens = rollout.mean_output;
   const double sequence_tokens = rollout.mean_input + rollout.mean_output;
+  // The tokens a sample occupies in the update and the forward passes: its own (packed), or the longest
+  // sample's (unpacked: the batch is padded to it).
+  double padded_tokens = spec.sequence_packing ? sequence_tokens : rollout.max_sequence;
 
   // The update: the samples packed into rows of seq_length, split into mini-batches.
   json train = document;
@@ -207,12 +212,26 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
                      std::to_string(static_cast<long long>(std::lround(sequence_tokens))) +
                      " tokens (prompt + response), more than a packed row holds (expected a seq_length of at least that)");
   }
-  const double rows = std::ceil(static_cast<double>(spec.samples()) * sequence_tokens / (result.seq_length * spec.packing_efficiency));
+  // Unpacked, the batch pads to its longest sample, which seq_length bounds (the recipes' max total
+  // sequence length, the engine's max_model_len: a response stops there).
+  // Megatron pads a row to a multiple of TP x CP (x 2 with CP's load-balanced halves) for sequence and
+  // context parallelism.
+  if (!spec.sequence_packing) {
+    const double multiple = static_cast<double>(result.trainer_tp) * cp * (cp > 1 ? 2 : 1);
+    padded_tokens = std::min(std::ceil(padded_tokens / multiple) * multiple, static_cast<double>(result.seq_length));
+  }
+  result.sample_row_tokens = padded_tokens;
+  const double rows = spec.sequence_packing ? std::ceil(static_cast<double>(spec.samples()) * sequence_tokens / (result.seq_length * spec.packing_efficiency))
+                                            : static_cast<double>(spec.samples());
   const double quantum = static_cast<double>(micro) * dp;
   result.packed_rows_per_step = static_cast<int>(std::max(1.0, std::ceil(rows / spec.mini_batches / quantum)) * quantum);
   train["parallelism"]["global_batch_size"] = result.packed_rows_per_step;
   train["training"]["workload"] = "sft";
-  train["training"]["packing"] = {{"mean_sequence_length", sequence_tokens}, {"packing_efficiency", spec.packing_efficiency}};
+  if (spec.sequence_packing) {
+    train["training"]["packing"] = {{"mean_sequence_length", sequence_tokens}, {"packing_efficiency", spec.packing_efficiency}};
+  } else {
+    train["training"]["seq_length"] = static_cast<int>(padded_tokens);  // one sample per row, padded to the longest
+  }
   const workload::Scenario update = workload::scenario_from_json(train, origin + " (the policy update)", base_dir, catalog);
   const auto memory = workload::estimate_memory(update);
   result.trainer_memory_bytes = memory.peak.total_bytes;
@@ -264,13 +283,13 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
       {"workload",
        {{"arrival", "offline"},
         {"requests", spec.samples()},
-        {"input_tokens", std::max(1L, std::lround(sequence_tokens))},
+        {"input_tokens", std::max(1L, std::lround(padded_tokens))},
         {"output_tokens", 1},
         {"seed", spec.seed}}}};
   const ServeRun forward = run_offline(forward_doc, origin + " (a forward pass over the samples on the trainer's layout)", base_dir, catalog);
   const auto& model = update.model;
   const compute::ComputeModel gpu_model(update.cluster.gpu);
-  const double tokens_per_replica = static_cast<double>(spec.samples()) * sequence_tokens / forward_replicas;
+  const double tokens_per_replica = static_cast<double>(spec.samples()) * padded_tokens / forward_replicas;
   // Each GPU's share of the LM head: its vocabulary slice at TP, or its own samples over the whole
   // vocabulary with data-parallel attention (the same work).
   const double vocab_slice = static_cast<double>(model.vocab) / forward_tp;

@@ -59,6 +59,10 @@ RlSpec read_rl_spec(const json& document, const std::string& origin) {
   spec.weight_sync = r.choice_or("weight_sync", {"full", "sharded"}, "full") == "sharded" ? WeightSync::sharded : WeightSync::full;
   spec.packing_efficiency = r.number_or("packing_efficiency", 0.95, 0.0);
   if (spec.packing_efficiency > 1.0) r.fail("packing_efficiency", "a fraction in (0, 1]: real tokens per packed row");
+  spec.sequence_packing = r.bool_or("sequence_packing", true);
+  if (!spec.sequence_packing && r.has("packing_efficiency")) {
+    r.fail("packing_efficiency", "no such key with sequence_packing false (every sample is its own row, padded to the longest)");
+  }
   const std::string placement = r.choice_or("placement", {"colocated", "disaggregated"}, "colocated");
   spec.placement = placement == "disaggregated" ? Placement::disaggregated : Placement::colocated;
   spec.staleness = static_cast<int>(r.int_or("staleness", 0, 0, 16));

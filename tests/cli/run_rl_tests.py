@@ -116,6 +116,32 @@ def the_update_is_the_training_step_of_the_packed_samples():
 
 
 @test
+def without_packing_every_sample_is_a_row_padded_to_the_longest():
+    packed = run_json("run", scenario("packed"))
+    r = run_json("run", scenario("unpacked", sequence_packing=False))
+    assert r["sequence_packing"] is False and packed["sequence_packing"] is True
+    # Every sample a row of its own: the optimizer steps hold the samples (rounded up to micro-batch x DP).
+    assert r["update_steps"] * r["packed_rows_per_step"] >= r["samples"]
+    assert r["update_steps"] * (r["packed_rows_per_step"] - r["roles"]["trainer"]["data_parallel_size"]) < r["samples"]
+    # Each row is padded to the longest sample, which seq_length bounds; the mean sample is shorter.
+    mean = r["mean_prompt_tokens"] + r["mean_response_tokens"]
+    assert mean < r["sample_row_tokens"] <= r["seq_length"], (mean, r["sample_row_tokens"])
+    assert abs(packed["sample_row_tokens"] - mean) < 1e-6 * mean
+    # The update is the training step of those padded rows.
+    train = copy.deepcopy(BASE)
+    del train["rl"]
+    train["training"]["workload"] = "sft"
+    train["training"]["seq_length"] = int(r["sample_row_tokens"])
+    train["parallelism"]["global_batch_size"] = r["packed_rows_per_step"]
+    step = run_json("run", write(TMP, "unpacked-train.json", json.dumps(train)))
+    assert abs(step["step_time_s"] - r["update_step_s"]) < 1e-9 * step["step_time_s"]
+    # Padding costs work: the update and the forward passes take longer than packed; generation is the same.
+    assert r["breakdown_s"]["update"] > packed["breakdown_s"]["update"]
+    assert r["breakdown_s"]["forward"] > packed["breakdown_s"]["forward"]
+    assert r["breakdown_s"]["generation"] == packed["breakdown_s"]["generation"]
+
+
+@test
 def the_weight_transfer_is_the_collective_fmsim_collective_times():
     # Colocated, TP1 rollout from a TP2 trainer: each GPU gathers a full BF16 copy from its TP pair.
     r = run_json("run", scenario("sync-colocated"))
@@ -261,6 +287,8 @@ def bad_rl_input_exits_2():
         (scenario("bad_tp", rollout={"engine": "vllm", "tensor_parallel_size": 3}), ["tensor_parallel_size", "3"]),
         (scenario("bad_length", response_tokens=-5), ["/rl/response_tokens"]),
         (scenario("unknown_key", temperature=0.7), ["/rl", "temperature"]),
+        (scenario("packing_efficiency_unpacked", sequence_packing=False, packing_efficiency=0.9),
+         ["/rl/packing_efficiency", "sequence_packing false"]),
     ]
     for path, fragments in cases:
         expect_bad_input(["run", path, "--json", out], fragments, out)

@@ -65,6 +65,9 @@ struct RlResult {
   int update_steps = 0;                ///< optimizer steps per iteration (all models)
   int packed_rows_per_step = 0;        ///< global batch of one optimizer step (packed rows of seq_length)
   int seq_length = 0;
+  /// Tokens each sample occupies in the update and forward passes: the mean sample (packed) or the
+  /// longest, to which an unpacked batch is padded.
+  double sample_row_tokens = 0;
   double forward_pass_s = 0;           ///< one forward pass over the samples
   double weight_bytes = 0;             ///< one full copy (BF16)
   double handover_bytes_per_gpu = 0;   ///< colocated: trainer state and the engine's weights, out and back

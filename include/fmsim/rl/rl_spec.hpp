@@ -27,6 +27,11 @@ struct RlSpec {
   bool reference_model = true;   ///< a KL reference forward pass
   bool reward_model = false;     ///< a model-based reward: one more forward pass of the policy's size
   double packing_efficiency = 0.95;  ///< real tokens per packed training row of seq_length
+  /// The samples are packed into rows of seq_length (NeMo RL's sequence_packing, veRL's remove-padding).
+  /// Without packing each sample is a row of its own, and the batch is padded to its longest sample:
+  /// NeMo RL's Megatron worker pads the data to input_ids.shape[1], the longest sequence it was given,
+  /// for the update and the log-prob passes (megatron_policy_worker.py at v0.5.0).
+  bool sequence_packing = true;
   Placement placement = Placement::colocated;
   int nodes = 0;              ///< instances the job takes (0 = the whole cluster); on an UltraServer part of a rack
   int rollout_nodes = 0;      ///< disaggregated: nodes of the rollout pool (the trainer takes the rest)

@@ -83,9 +83,9 @@ struct Framework {
 
   bool is_default() const { return name == "megatron-core" && release == "current"; }
   /// Whether an element-wise chain runs fused: by the stack's kernels or by torch.compile. The MoE
-  /// permutation and router are not compiled (their row counts change every step).
+  /// permutation and router are not compiled (their row counts change every step). RoPE also depends on
+  /// the model (elementwise_fusion.cpp rope_path).
   bool fuses_norm() const { return fusions.norm || torch_compile; }
-  bool fuses_rope() const { return fusions.rope || torch_compile; }
   bool fuses_activation() const { return fusions.bias_activation || torch_compile; }
   bool fuses_cross_entropy() const { return fusions.cross_entropy || torch_compile; }
 };
