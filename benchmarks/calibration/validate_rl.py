@@ -92,6 +92,66 @@ def scenario(row):
             "rl": rl}
 
 
+PHASES = os.path.join(ROOT, "benchmarks", "calibration", "published_nemo_rl_v03_phases.json")
+
+
+def phase_row(run):
+    """A v0.3 blog run (published_nemo_rl_v03_phases.json) as a row of the performance table's shape."""
+    rc, as_run = run["recipe"], run.get("as_run", {})
+    return {"id": run["id"], "model": run["preset"], "gpu": "H100", "gpus": run["gpus"], "policy": "on",
+            "max_seq": run["max_seq"], "avg_seq": run["mean_generated_tokens"], "prompts": run["prompts"],
+            "generations": run["generations"], "train_gbs": run["train_gbs"], "gen_tp": rc["vllm_tensor_parallel_size"],
+            "gen_pp": rc["vllm_pipeline_parallel_size"], "gen_mem": rc["gpu_memory_utilization"],
+            "sequence_packing": as_run.get("sequence_packing", rc["sequence_packing"]["enabled"]),
+            "train": {"tp": rc["train_tp"], "pp": as_run.get("train_pp", rc["train_pp"]), "ep": rc["train_ep"] or 1,
+                      "cp": rc["train_cp"] or 1, "sp": rc["sequence_parallel"], "recompute": rc["activation_checkpointing"]}}
+
+
+def run_phases(fmsim, tmp):
+    """fmsim's phases against the v0.3 blog's: generation, log-probs (policy and reference: fmsim's forward
+    passes), training (the update) and refit (fmsim's weight sync and handover)."""
+    published = json.load(open(PHASES))
+    results = []
+    for run in published["rows"]:
+        path = os.path.join(tmp, run["id"] + ".json")
+        json.dump(scenario(phase_row(run)), open(path, "w"), indent=1)
+        proc = subprocess.run([fmsim, "-q", "run", path, "--json", "-"], capture_output=True, text=True)
+        if proc.returncode != 0:
+            results.append({"id": run["id"], "error": proc.stderr.strip()})
+            continue
+        doc = json.loads(proc.stdout)
+        b = doc["breakdown_s"]
+        fm = {"total": doc["iteration_s"], "generation": b["generation"], "logprobs": b["forward"], "training": b["update"],
+              "refit": b["weight_sync"] + b["handover"]}
+        measured = {"total": run["total_s"], "generation": run["generation_s"], "logprobs": run["logprobs_s"],
+                    "training": run["training_s"], "refit": run["refit_s"]}
+        results.append({"id": run["id"], "gpus": run["gpus"], "measured_s": measured, "fmsim_s": fm,
+                        "error": fm["total"] / measured["total"] - 1,
+                        "phase_errors": {k: fm[k] / measured[k] - 1 for k in measured}})
+    lines = ["Per phase, NeMo RL v0.3's blog (8xH100 nodes, steps 22-29; `benchmarks/calibration/published_nemo_rl_v03_phases.json`):",
+             "measured / fmsim seconds, refit against fmsim's weight sync + handover, log-probs against its forward passes.", "",
+             "| run | GPUs | total | generation | log-probs | training | refit | total error |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        if not isinstance(r.get("error"), float):
+            lines.append(f"| {r['id']} | | failed: {r['error'][:200]} | | | | | |")
+            continue
+        m, f = r["measured_s"], r["fmsim_s"]
+        cells = " | ".join(f"{m[k]:.0f} / {f[k]:.1f}" for k in ("total", "generation", "logprobs", "training", "refit"))
+        lines.append(f"| {r['id']} | {r['gpus']} | {cells} | {100 * r['error']:+.1f} % |")
+    ok = [r for r in results if isinstance(r.get("error"), float)]
+    if ok:
+        for phase in ("generation", "logprobs", "training", "refit"):
+            signed = sum(r["phase_errors"][phase] for r in ok) / len(ok)
+            lines.append(f"{'' if phase != 'generation' else chr(10)}- {phase}: signed mean {100 * signed:+.1f} % over {len(ok)} runs")
+    lines.append("")
+    lines.append("| not expressible | reason |")
+    lines.append("|---|---|")
+    for n in published["not_expressible"]:
+        lines.append(f"| {n['rows']} | {n['reason']} |")
+    return results, published["not_expressible"], lines
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--fmsim", default=os.path.join(ROOT, "build", "fmsim"))
@@ -115,6 +175,7 @@ def main():
                         "generation_s": b["generation"], "forward_s": b["forward"], "update_s": b["update"],
                         "weight_sync_s": b["weight_sync"], "handover_s": b["handover"],
                         "mean_response_tokens": doc["mean_response_tokens"], "published_avg_seq": row["avg_seq"]})
+    phase_results, phase_not_expressible, phase_lines = run_phases(args.fmsim, tmp)
     shutil.rmtree(tmp, ignore_errors=True)
     ok = [r for r in results if isinstance(r.get("error"), float)]
     lines = ["| row | model | GPUs | policy | measured step | fmsim | error | fmsim generation / forward / update |",
@@ -135,12 +196,15 @@ def main():
     lines.append("|---|---|")
     for n in published["not_expressible"]:
         lines.append(f"| {n['rows']} | {n['reason']} |")
+    lines.append("")
+    lines.extend(phase_lines)
     text = "\n".join(lines) + "\n"
     print(text)
     if args.markdown:
         open(args.markdown, "w").write(text)
     if args.json:
-        json.dump({"rows": results, "not_expressible": published["not_expressible"]}, open(args.json, "w"), indent=1)
+        json.dump({"rows": results, "not_expressible": published["not_expressible"], "phases": phase_results,
+                   "phases_not_expressible": phase_not_expressible}, open(args.json, "w"), indent=1)
 
 
 if __name__ == "__main__":
