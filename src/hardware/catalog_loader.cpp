@@ -170,6 +170,10 @@ class CatalogLoader {
       spec.nvme_write_Bps = quantity(entry, "nvme_write_bandwidth", Dimension::bandwidth, spec.sources);
       spec.host_memory_bytes = quantity(entry, "host_memory", Dimension::bytes, spec.sources);
       spec.host_gpu_bandwidth_Bps = quantity(entry, "host_gpu_bandwidth", Dimension::bandwidth, spec.sources);
+      if (entry.has("host_op_time_factor")) {
+        spec.host_op_time_factor = number(entry, "host_op_time_factor", spec.sources, 100, "a time ratio in (0, 100]");
+        if (spec.host_op_time_factor <= 0) entry.fail("host_op_time_factor", "a time ratio in (0, 100]");
+      }
       if (entry.has("usd_per_hour")) {
         ObjectReader price = open_figure(entry, "usd_per_hour", spec.sources);
         spec.usd_per_hour = price.required_number("value", 0.0);

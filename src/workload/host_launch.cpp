@@ -38,11 +38,13 @@ double eager_ops(const TraceWriter& w, DenseHalf half) {
 double dense_half_host_s(const TraceWriter& w, DenseHalf half, bool backward) {
   const auto& fw = w.s.framework;
   if (fw.graphs != GraphCoverage::none) return 0.0;
+  // Eager ops take the host's op time factor (Grace: 2.75x), TE modules their x86 figure (moe_host.hpp).
+  const double eager_scale = w.s.cluster.instance.host_op_time_factor;
   if (fw.host_launch == HostLaunch::te_modules) {
     const double modules = half == DenseHalf::attention ? 3 : 2;
-    return modules * kTeModuleHost_s + 2 * kEagerOpHost_s;
+    return modules * kTeModuleHost_s + eager_scale * 2 * kEagerOpHost_s;
   }
-  return (backward ? 2.0 : 1.0) * eager_ops(w, half) * kEagerOpHost_s;
+  return eager_scale * (backward ? 2.0 : 1.0) * eager_ops(w, half) * kEagerOpHost_s;
 }
 
 int dense_host_node(TraceWriter& w, int rank, DenseHalf half, bool backward) {

@@ -39,9 +39,10 @@ Shapes shapes_of(const TraceWriter& w) {
 /// (elementwise_fusion.cpp) where no CUDA graph covers the attention.
 double moe_attention_host_s(const TraceWriter& w) {
   const auto& g = w.s.training.cuda_graphs;
-  double seconds = moe_layer_attention_host_s(g);
+  const double eager_scale = w.s.cluster.instance.host_op_time_factor;
+  double seconds = moe_layer_attention_host_s(g, eager_scale);
   if (!g.full_iteration && !g.attn && w.s.model.learned_positions == 0) {
-    seconds += (element_wise_ops(w, ElementWiseChain::rope) - 1) * kEagerOpHost_s;
+    seconds += eager_scale * (element_wise_ops(w, ElementWiseChain::rope) - 1) * kEagerOpHost_s;
   }
   return seconds;
 }

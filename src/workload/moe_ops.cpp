@@ -67,9 +67,10 @@ bool overlapped_shared_expert(const TraceWriter& w) { return w.s.training.moe_sh
 /// The host thread's issue of one MoE step (moe_host.hpp): a node on the rank's "host" stream that takes
 /// the step's host time, after the host's previous work (stream order) and `deps`. The step's last GPU
 /// node waits for it: the GPU cannot finish a step before the host has issued all of its kernels.
-int host_issue(TraceWriter& w, int rank, const char* name, const fmsim::workload::MoeHostOps& ops, std::vector<int> deps = {}) {
+int host_issue(TraceWriter& w, int rank, const char* name, fmsim::workload::MoeHostOps ops, std::vector<int> deps = {}) {
   TraceNode node = w.compute(rank, name, Kernel::memory);
   node.stream = "host";
+  ops.eager_scale = w.s.cluster.instance.host_op_time_factor;
   node.duration_s = ops.seconds();
   node.deps = std::move(deps);
   return w.add(std::move(node));
@@ -356,14 +357,16 @@ MoeHostOps graphed_moe_host_ops(const CudaGraphScope& g, MoeStep step, bool back
   return step == MoeStep::experts ? replay : MoeHostOps{};  // one graph for the block, replayed once
 }
 
-double moe_layer_attention_host_s(const CudaGraphScope& g) {
+double moe_layer_attention_host_s(const CudaGraphScope& g, double eager_scale) {
   if (g.full_iteration) return 0.0;
+  MoeHostOps ops;
   if (g.attn) {
-    MoeHostOps replay;
-    replay.eager_ops = kGraphReplayEagerOps;
-    return replay.seconds();
+    ops.eager_ops = kGraphReplayEagerOps;
+  } else {
+    ops = attention_host_ops();
   }
-  return attention_host_ops().seconds();
+  ops.eager_scale = eager_scale;
+  return ops.seconds();
 }
 
 MoeHostOps attention_host_ops() {

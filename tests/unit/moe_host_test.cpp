@@ -169,3 +169,41 @@ TEST_CASE("Experts with biases: Megatron's per-expert FC2 bias add costs HBM tra
                      [](const TraceNode& n) { return n.name.rfind("moe.fc2_bias", 0) == 0; }));
   CHECK(fused.step_s < run.step_s);
 }
+
+TEST_CASE("a Grace host issues eager ops 2.75x slower; Transformer Engine modules keep their time", "[workload][moe]") {
+  // The closed form: the factor scales the eager ops, the grouped GEMMs' launches and the plain ops.
+  auto ops = moe_host_ops(MoeStep::experts, true, MoeDispatcher::alltoall, 16, true);
+  ops.plain_ops = 5;
+  const double x86 = ops.seconds();
+  ops.eager_scale = 2.75;
+  const double eager = kMoeEagerHostScale * (ops.eager_ops * kEagerOpHost_s + ops.expert_launches * kExpertGemmLaunchHost_s) +
+                       ops.plain_ops * kEagerOpHost_s;
+  CHECK(ops.seconds() - x86 == Approx(1.75 * eager));
+  CHECK(moe_layer_attention_host_s({}, 2.75) - moe_layer_attention_host_s({}) == Approx(1.75 * kMoeEagerHostScale * 3 * kEagerOpHost_s));
+  // The catalog: Grace-hosted instances carry the factor, x86 ones none.
+  CHECK(test::catalog().instance("p6e-gb200.36xlarge").host_op_time_factor == 2.75);
+  CHECK(test::catalog().instance("p6-b200.48xlarge").host_op_time_factor == 1.0);
+  // The same MoE layers on a GB200 instance and on a B200 one: every host node of the experts step
+  // takes the instance's factor on its eager part.
+  auto scenario_on = [](const nlohmann::json& cluster, int gpus) {
+    nlohmann::json doc = {
+        {"cluster", cluster},
+        {"model", {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 2}}},
+        {"parallelism", {{"expert_model_parallel_size", 8}, {"micro_batch_size", 1}, {"global_batch_size", gpus}}},
+        {"training", {{"seq_length", 4096}, {"precision", "bf16"}}}};
+    return scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+  };
+  auto first_host = [](const Trace& t, const std::string& name) {
+    for (const auto& n : t.nodes) {
+      if (n.name == name) return n.duration_s;
+    }
+    return -1.0;
+  };
+  const Run grace = simulate(scenario_on({{"ultraserver_type", "u-p6e-gb200x72"}, {"ultraservers", 1}}, 72), true);
+  const Run xeon = simulate(scenario_on({{"instance_type", "p6-b200.48xlarge"}, {"nodes", 1}}, 8), true);
+  auto experts = moe_host_ops(MoeStep::experts, false, MoeDispatcher::alltoall, 16, false);
+  CHECK(first_host(xeon.trace, "host.moe.experts") == Approx(experts.seconds()));
+  experts.eager_scale = 2.75;
+  CHECK(first_host(grace.trace, "host.moe.experts") == Approx(experts.seconds()));
+  CHECK(first_host(grace.trace, "host.attention") == Approx(moe_layer_attention_host_s({}, 2.75)));
+}

@@ -75,6 +75,9 @@ struct InstanceSpec {
   double nvme_write_Bps = 0;
   double host_memory_bytes = 0;
   double host_gpu_bandwidth_Bps = 0;            ///< per GPU, host <-> device (PCIe or C2C)
+  /// Host time of one eager PyTorch op (Python, dispatcher, autograd, kernel launch) relative to the x86
+  /// hosts fmsim's host constants come from (moe_host.hpp); Grace hosts take longer.
+  double host_op_time_factor = 1.0;
   std::optional<double> usd_per_hour;           ///< on-demand; absent for reference systems
   std::string price_as_of;
   Sources sources;

@@ -63,9 +63,14 @@ struct MoeHostOps {
   /// Ops of a plain PyTorch expression with no module Python around it (Megatron's per-expert bias add,
   /// a list comprehension of tensor ops): each at kEagerOpHost_s, without kMoeEagerHostScale.
   double plain_ops = 0;
+  /// The host's time per eager op relative to the x86 hosts these constants come from (the instance's
+  /// host_op_time_factor: Grace 2.75). It scales the eager ops, the grouped GEMMs' launches and the plain
+  /// ops; the Transformer Engine modules keep kTeModuleHost_s (a GB200 te.Linear measured within it).
+  double eager_scale = 1.0;
   double seconds() const {
-    return kMoeEagerHostScale * (eager_ops * kEagerOpHost_s + te_modules * kTeModuleHost_s + expert_launches * kExpertGemmLaunchHost_s) +
-           plain_ops * kEagerOpHost_s;
+    return kMoeEagerHostScale * (eager_scale * (eager_ops * kEagerOpHost_s + expert_launches * kExpertGemmLaunchHost_s) +
+                                 te_modules * kTeModuleHost_s) +
+           eager_scale * plain_ops * kEagerOpHost_s;
   }
 };
 
@@ -90,8 +95,9 @@ MoeHostOps attention_host_ops();
 /// under a full-iteration graph; uncaptured steps keep their eager ops.
 MoeHostOps graphed_moe_host_ops(const CudaGraphScope& graphs, MoeStep step, bool backward, MoeHostOps eager);
 
-/// Host seconds of a MoE layer's attention half (forward or backward) under the CUDA-graph scope.
-double moe_layer_attention_host_s(const CudaGraphScope& graphs);
+/// Host seconds of a MoE layer's attention half (forward or backward) under the CUDA-graph scope, on a
+/// host whose eager ops take `eager_scale` times the x86 figure.
+double moe_layer_attention_host_s(const CudaGraphScope& graphs, double eager_scale = 1.0);
 
 /// Whether the dispatcher stops the host once per forward pass of a layer: Megatron's dropless alltoall
 /// dispatcher whenever EP > 1 or more than one local expert (cuda_sync_point "before_ep_alltoall",
