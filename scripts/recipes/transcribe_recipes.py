@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Step 2 of transcribing configs/recipes/: writes the recipe files from the configurations that
 extract_megatron_bridge.py dumped (WORK/TAG.json, WORK/TAG/scripts/performance), adding the hand-read parts
-(26.08's perf_recipes GB200 MXFP8 configurations, the model recipes' layout tables, the fine-tuning recipes,
+(26.08's perf_recipes GB200 configurations, the model recipes' layout tables, the fine-tuning recipes,
 and the release-independent variants the validation applied before: their sources are in the files).
 How the performance scripts end up with each setting is documented in docs/formats.md, "Recipe files".
 Usage: transcribe_recipes.py WORK_DIR OUT_DIR (e.g. configs/recipes)
@@ -32,7 +32,7 @@ MODELS = {
  "gpt-oss-120b": ("GPT_OSS_120B", "gpt_oss", "gpt_oss", "gpt_oss", None, "src/megatron/bridge/perf_recipes/gpt_oss/{gpu}/gpt_oss.py"),
  "kimi-k2": ("KIMI_K2", "kimi", None, "kimi", None, "src/megatron/bridge/perf_recipes/kimi/{gpu}/kimi_k2.py"),
  "nemotron-3-nano": ("NEMOTRON_3_NANO", "nemotronh", None, None, None, None),
- "nemotron-3-super": ("NEMOTRON_3_SUPER", "nemotronh", None, None, None, None),
+ "nemotron-3-super": ("NEMOTRON_3_SUPER", "nemotronh", None, None, None, "src/megatron/bridge/perf_recipes/nemotronh/{gpu}/nemotronh.py"),
  "nemotron-3-ultra": ("NEMOTRON_3_ULTRA", "nemotronh", None, None, None, None),
 }
 GPUS = {"H100": "H100", "B200": "B200", "B300": "B300", "GB200": "GB200", "GB300": "GB300"}
@@ -136,15 +136,44 @@ def releases_for(model):
             f = fam if tag != "v0.2.0" else (fam02 or fam)
             files = pretrain_file(tag, f, stem, model) or ["docs/performance-summary-archive.md"]
         notes = None
-        if tag == "r0.1.0" or (tag == "v0.6.0" and model not in ("deepseek-v3", "qwen3-235b-a22b", "qwen3-30b-a3b")):
+        if tag == "r0.1.0" or (tag == "v0.6.0" and model not in V0608):
             notes = ("per-release settings not extracted for this release; only the release-independent variants "
                      "(the last ones, from the validation's earlier recipe tables) apply")
         elif tag == "v0.6.0":
-            notes = "26.08: only the GB200 MXFP8 configuration of the published table is transcribed (perf_recipes/<family>/gb200)"
+            notes = V0608_NOTES.get(model, "26.08: only the GB200 MXFP8 configuration of the published table is transcribed (perf_recipes/<family>/gb200)")
         src = {"repository": REPO, "ref": tag, "commit": commit, "files": files}
         if notes: src["notes"] = notes
         out.append({"release": rel, "framework": f"megatron-bridge@{rel}", "source": src})
     return out
+NM_FULL = {"cuda_graph_impl": "full_iteration", "cuda_graph_scope": [], "moe_paged_stash": True,
+           "moe_expert_rank_capacity_factor": 1.5, "high_priority_a2a_comm_stream": True}
+V0608 = {
+ "deepseek-v3": [{"name": "GB200 MXFP8 PP4 VP4 (deepseek_v3_pretrain_256gpu_gb200_fp8mx_config)",
+                  "source": "src/megatron/bridge/perf_recipes/deepseek/gb200/deepseek_v3.py deepseek_v3_pretrain_256gpu_gb200_fp8mx_config; deepseek/common.py _enable_deepseek_full_iteration_mxfp8",
+                  "when": {"release": ["26.08"], "gpu": "GB200", "precision": ["MXFP8"], "pipeline_model_parallel_size": 4, "virtual_pipeline_model_parallel_size": 4},
+                  "parallelism": {"tensor_model_parallel_size": 1, "expert_model_parallel_size": 64, "micro_batch_size": 1},
+                  "training": {"recompute_granularity": "selective", "recompute_modules": ["mla_up_proj"], "moe_token_dispatcher_type": "flex",
+                               "moe_flex_dispatcher_backend": "hybridep", "overlap_moe_expert_parallel_comm": True},
+                  "not_modelled": dict(NM_FULL, overlap_param_gather_with_optimizer_step=True)}],
+ "qwen3-235b-a22b": [{"name": "GB200 MXFP8 PP8 VP3 (qwen3_235b_a22b_pretrain_64gpu_gb200_fp8mx_config)",
+                  "source": "src/megatron/bridge/perf_recipes/qwen/gb200/qwen3_moe.py qwen3_235b_a22b_pretrain_64gpu_gb200_fp8mx_config; qwen/common.py _enable_hybridep_full_iteration_mxfp8",
+                  "when": {"release": ["26.08"], "gpu": "GB200", "precision": ["MXFP8"], "pipeline_model_parallel_size": 8, "virtual_pipeline_model_parallel_size": 3},
+                  "parallelism": {"tensor_model_parallel_size": 1, "expert_model_parallel_size": 32, "micro_batch_size": 1, "global_batch_size": 2048},
+                  "training": {"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep", "overlap_moe_expert_parallel_comm": True},
+                  "not_modelled": NM_FULL}],
+ "qwen3-30b-a3b": [{"name": "GB200 MXFP8 PP1 (qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config)",
+                  "source": "src/megatron/bridge/perf_recipes/qwen/gb200/qwen3_moe.py qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config; qwen/common.py _enable_hybridep_full_iteration_mxfp8",
+                  "when": {"release": ["26.08"], "gpu": "GB200", "precision": ["MXFP8"], "pipeline_model_parallel_size": 1, "virtual_pipeline_model_parallel_size": 1},
+                  "parallelism": {"tensor_model_parallel_size": 1, "expert_model_parallel_size": 8, "micro_batch_size": 4, "global_batch_size": 512},
+                  "training": {"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep", "overlap_moe_expert_parallel_comm": True},
+                  "not_modelled": NM_FULL}],
+ "gpt-oss-120b": [{"name": "GB200 MXFP8 PP1 (gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config)", "source": "src/megatron/bridge/perf_recipes/gpt_oss/gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config at v0.6.0; gpt_oss/common.py _apply_gpt_oss_120b_full_iter_fp8mx_configs (full-iteration CUDA graph, HybridEP, the EP all-to-all overlap with delay_wgrad_compute, the op fuser; recompute_modules emptied after it); env NVTE_CUTEDSL_FUSED_GROUPED_MLP=1", "when": {"release": ["26.08"], "gpu": "GB200", "precision": ["MXFP8"], "pipeline_model_parallel_size": 1, "virtual_pipeline_model_parallel_size": 1}, "parallelism": {"tensor_model_parallel_size": 1, "context_parallel_size": 1, "expert_model_parallel_size": 64, "micro_batch_size": 4, "global_batch_size": 1280, "expert_tensor_parallel_size": 1}, "training": {"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep", "overlap_moe_expert_parallel_comm": True, "cuda_graph_impl": "full_iteration", "use_transformer_engine_op_fuser": True}, "not_modelled": {"fp8_dot_product_attention": True, "moe_paged_stash": True, "moe_expert_rank_capacity_factor": 1.5, "moe_pad_experts_for_cuda_graph_inference": True, "moe_mlp_glu_interleave_size": 32, "high_priority_a2a_comm_stream": True, "fp8_output_proj": True}}],
+ "nemotron-3-super": [{"name": "GB200 MXFP8 PP1 VP1 (nemotron_3_super_pretrain_64gpu_gb200_fp8mx_config)", "source": "src/megatron/bridge/perf_recipes/nemotronh/gb200/nemotronh.py nemotron_3_super_pretrain_64gpu_gb200_fp8mx_config at v0.6.0 (TP2 SP, EP64, HybridEP, CUDA graphs of attn, mamba, moe_router, moe_preprocess; nemotronh/common.py _apply_nemotron_3_super_perf_defaults: no recompute)", "when": {"release": ["26.08"], "gpu": "GB200", "precision": ["MXFP8"], "pipeline_model_parallel_size": 1, "virtual_pipeline_model_parallel_size": 1}, "parallelism": {"tensor_model_parallel_size": 2, "context_parallel_size": 1, "expert_model_parallel_size": 64, "micro_batch_size": 1, "global_batch_size": 512, "expert_tensor_parallel_size": 1}, "training": {"keep_mtp_spec_in_bf16": True, "cuda_graph_impl": "transformer_engine", "cuda_graph_scope": ["attn", "mamba", "moe_router", "moe_preprocess"], "moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep"}}, {"name": "GB200 NVFP4 PP1 VP1 (nemotron_3_super_pretrain_64gpu_gb200_nvfp4_config)", "source": "src/megatron/bridge/perf_recipes/nemotronh/gb200/nemotronh.py nemotron_3_super_pretrain_64gpu_gb200_nvfp4_config at v0.6.0 (TP2 SP, EP64, HybridEP, CUDA graphs of attn, mamba, moe_router, moe_preprocess; nemotronh/common.py _apply_nemotron_3_super_perf_defaults: no recompute)", "when": {"release": ["26.08"], "gpu": "GB200", "precision": ["NVFP4"], "pipeline_model_parallel_size": 1, "virtual_pipeline_model_parallel_size": 1}, "parallelism": {"tensor_model_parallel_size": 2, "context_parallel_size": 1, "expert_model_parallel_size": 64, "micro_batch_size": 1, "global_batch_size": 512, "expert_tensor_parallel_size": 1}, "training": {"keep_mtp_spec_in_bf16": True, "first_last_layers_bf16": True, "num_layers_at_start_in_bf16": 0, "num_layers_at_end_in_bf16": 14, "cuda_graph_impl": "transformer_engine", "cuda_graph_scope": ["attn", "mamba", "moe_router", "moe_preprocess"], "moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep"}}],
+}
+V0608_NOTES = {
+ "gpt-oss-120b": "26.08: only the GB200 MXFP8 configuration of the published table is transcribed (perf_recipes/gpt_oss/gb200); other GPUs and precisions take the release-independent variant",
+ "nemotron-3-super": "26.08: only the GB200 MXFP8 and NVFP4 configurations of the published table are transcribed (perf_recipes/nemotronh/gb200: the 26.06 settings); other GPUs take the release-independent variants",
+}
 G = {"variants_for": {m: variants_for(m) for m in MODELS}, "releases_for": {m: releases_for(m) for m in MODELS}}
 
 
@@ -195,29 +224,6 @@ def legacy(name, training=None, when=None, parallelism=None, source=None):
 def mb_releases(model):
     return G["releases_for"][model]
 
-NM_FULL = {"cuda_graph_impl": "full_iteration", "cuda_graph_scope": [], "moe_paged_stash": True,
-           "moe_expert_rank_capacity_factor": 1.5, "high_priority_a2a_comm_stream": True}
-V0608 = {
- "deepseek-v3": [{"name": "GB200 MXFP8 PP4 VP4 (deepseek_v3_pretrain_256gpu_gb200_fp8mx_config)",
-                  "source": "src/megatron/bridge/perf_recipes/deepseek/gb200/deepseek_v3.py deepseek_v3_pretrain_256gpu_gb200_fp8mx_config; deepseek/common.py _enable_deepseek_full_iteration_mxfp8",
-                  "when": {"release": ["26.08"], "gpu": "GB200", "precision": ["MXFP8"], "pipeline_model_parallel_size": 4, "virtual_pipeline_model_parallel_size": 4},
-                  "parallelism": {"tensor_model_parallel_size": 1, "expert_model_parallel_size": 64, "micro_batch_size": 1},
-                  "training": {"recompute_granularity": "selective", "recompute_modules": ["mla_up_proj"], "moe_token_dispatcher_type": "flex",
-                               "moe_flex_dispatcher_backend": "hybridep", "overlap_moe_expert_parallel_comm": True},
-                  "not_modelled": dict(NM_FULL, overlap_param_gather_with_optimizer_step=True)}],
- "qwen3-235b-a22b": [{"name": "GB200 MXFP8 PP8 VP3 (qwen3_235b_a22b_pretrain_64gpu_gb200_fp8mx_config)",
-                  "source": "src/megatron/bridge/perf_recipes/qwen/gb200/qwen3_moe.py qwen3_235b_a22b_pretrain_64gpu_gb200_fp8mx_config; qwen/common.py _enable_hybridep_full_iteration_mxfp8",
-                  "when": {"release": ["26.08"], "gpu": "GB200", "precision": ["MXFP8"], "pipeline_model_parallel_size": 8, "virtual_pipeline_model_parallel_size": 3},
-                  "parallelism": {"tensor_model_parallel_size": 1, "expert_model_parallel_size": 32, "micro_batch_size": 1, "global_batch_size": 2048},
-                  "training": {"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep", "overlap_moe_expert_parallel_comm": True},
-                  "not_modelled": NM_FULL}],
- "qwen3-30b-a3b": [{"name": "GB200 MXFP8 PP1 (qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config)",
-                  "source": "src/megatron/bridge/perf_recipes/qwen/gb200/qwen3_moe.py qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config; qwen/common.py _enable_hybridep_full_iteration_mxfp8",
-                  "when": {"release": ["26.08"], "gpu": "GB200", "precision": ["MXFP8"], "pipeline_model_parallel_size": 1, "virtual_pipeline_model_parallel_size": 1},
-                  "parallelism": {"tensor_model_parallel_size": 1, "expert_model_parallel_size": 8, "micro_batch_size": 4, "global_batch_size": 512},
-                  "training": {"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep", "overlap_moe_expert_parallel_comm": True},
-                  "not_modelled": NM_FULL}],
-}
 
 
 def graphs_to_training(v):

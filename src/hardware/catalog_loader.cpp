@@ -171,8 +171,10 @@ class CatalogLoader {
       spec.host_memory_bytes = quantity(entry, "host_memory", Dimension::bytes, spec.sources);
       spec.host_gpu_bandwidth_Bps = quantity(entry, "host_gpu_bandwidth", Dimension::bandwidth, spec.sources);
       if (entry.has("host_op_time_factor")) {
-        spec.host_op_time_factor = number(entry, "host_op_time_factor", spec.sources, 100, "a time ratio in (0, 100]");
-        if (spec.host_op_time_factor <= 0) entry.fail("host_op_time_factor", "a time ratio in (0, 100]");
+        ObjectReader figure = open_figure(entry, "host_op_time_factor", spec.sources);
+        spec.host_op_time_factor = figure.required_number("value", 0.0);
+        if (spec.host_op_time_factor <= 0 || spec.host_op_time_factor > 100) figure.fail("value", "a time ratio in (0, 100]");
+        figure.reject_unknown_keys({"note"});
       }
       if (entry.has("usd_per_hour")) {
         ObjectReader price = open_figure(entry, "usd_per_hour", spec.sources);

@@ -174,7 +174,7 @@ std::string to_text(const RlResult& r) {
     std::snprintf(note, sizeof note, "%d optimizer step(s) of %d packed rows x %d tokens, %s each", r.update_steps,
                   r.packed_rows_per_step, r.seq_length, units::format_time(r.update_step_s).c_str());
   } else {
-    std::snprintf(note, sizeof note, "%d optimizer step(s) of %d samples, each padded to the longest (%.0f tokens), %s each",
+    std::snprintf(note, sizeof note, "%d optimizer step(s) of %d rows of one sample each, padded to the longest (%.0f tokens), %s each",
                   r.update_steps, r.packed_rows_per_step, r.sample_row_tokens, units::format_time(r.update_step_s).c_str());
   }
   row("update", p.update_s, note);

@@ -210,7 +210,7 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   if (sequence_tokens > result.seq_length) {
     throw InputError(origin + ": /training/seq_length = " + std::to_string(result.seq_length) + ": the samples average " +
                      std::to_string(static_cast<long long>(std::lround(sequence_tokens))) +
-                     " tokens (prompt + response), more than a packed row holds (expected a seq_length of at least that)");
+                     " tokens (prompt + response), more than a row holds (expected a seq_length of at least that)");
   }
   // Unpacked, the batch pads to its longest sample, which seq_length bounds (the recipes' max total
   // sequence length, the engine's max_model_len: a response stops there).

@@ -19,9 +19,11 @@
 // - Clamped gated activation (GPT-OSS's swiglu_limit, Megatron activation_func_clamp_value): Megatron's
 //   fused quick-GeGLU takes unclamped inputs, so weighted_bias_quick_geglu_impl (fused_bias_geglu.py)
 //   first splits FC1's output, clamps each half (1 + 1 per element of the output, each) and concatenates
-//   them again (2 + 2): 8 per element of FC1's output. Backward: each clamp's gradient (grad, input,
-//   result: 1.5 each half) and the split's concatenation of the two (2 + 2): 10. Transformer Engine's op
-//   fuser runs the clamp inside its ScaledClampedQGeGLU (moe/experts.py), so then none.
+//   them again (2 + 2): 8 per element of FC1's output (BF16 activations). Backward: each clamp's gradient
+//   reads the gradient and the input and writes the result over its half (3 per element of FC1's output
+//   each, 6 for the two) and the split's concatenation of the two (2 + 2): 10. A recomputed activation runs the
+//   forward again. Transformer Engine's op fuser runs the clamp inside its ScaledClampedQGeGLU
+//   (moe/experts.py), so then none.
 // - activation: eager SwiGLU silu(x W1) * (x W3): silu (2 + 2), mul (2 + 2 + 2) = 10 per element of the
 //   FFN width against 6; backward mul (6 + 6) and silu (6) = 18 against 12. An unfused bias + GeLU adds
 //   the bias in its own op (2 + 2) forward; backward unchanged (GeLU's gradient, then the bias reduction).

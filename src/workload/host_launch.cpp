@@ -42,7 +42,9 @@ double dense_half_host_s(const TraceWriter& w, DenseHalf half, bool backward) {
   const double eager_scale = w.s.cluster.instance.host_op_time_factor;
   if (fw.host_launch == HostLaunch::te_modules) {
     const double modules = half == DenseHalf::attention ? 3 : 2;
-    return modules * kTeModuleHost_s + eager_scale * 2 * kEagerOpHost_s;
+    // An eager RoPE (elementwise_fusion.cpp rope_path) issues its ops instead of the one fused kernel.
+    const double rope = half == DenseHalf::attention && w.s.model.learned_positions == 0 ? element_wise_ops(w, ElementWiseChain::rope) - 1 : 0;
+    return modules * kTeModuleHost_s + eager_scale * (2 + rope) * kEagerOpHost_s;
   }
   return eager_scale * (backward ? 2.0 : 1.0) * eager_ops(w, half) * kEagerOpHost_s;
 }

@@ -87,13 +87,16 @@ double yarn_attention_factor(const HfReader& hf) {
   const json* scaling = hf.find("rope_scaling");
   if (!scaling) return 1.0;
   if (!scaling->is_object()) hf.fail("rope_scaling", config::render_value(*scaling), "expected an object");
-  auto field = [&](const char* key) -> const json* {
+  // factor and attention_factor must be positive; HF and Megatron treat an mscale or mscale_all_dim of 0
+  // as not given (`if mscale and mscale_all_dim`; Megatron's yarn_mscale_all_dim defaults to 0).
+  auto field = [&](const char* key, bool zero_is_absent = false) -> const json* {
     auto it = scaling->find(key);
     if (it == scaling->end() || it->is_null()) return nullptr;
-    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0) {
-      hf.fail(std::string("rope_scaling/") + key, config::render_value(*it), "expected a positive number");
+    const bool number = it->is_number() && std::isfinite(it->get<double>());
+    if (!number || it->get<double>() < 0 || (!zero_is_absent && it->get<double>() == 0)) {
+      hf.fail(std::string("rope_scaling/") + key, config::render_value(*it), zero_is_absent ? "expected a number >= 0" : "expected a positive number");
     }
-    return &*it;
+    return it->get<double>() == 0 ? nullptr : &*it;
   };
   auto type_of = [&]() -> std::string {
     for (const char* key : {"rope_type", "type"}) {
@@ -107,8 +110,8 @@ double yarn_attention_factor(const HfReader& hf) {
   const json* factor = field("factor");
   const double f = factor ? factor->get<double>() : 1.0;
   auto get_mscale = [f](double mscale) { return f <= 1.0 ? 1.0 : 0.1 * mscale * std::log(f) + 1.0; };
-  const json* mscale = field("mscale");
-  const json* mscale_all_dim = field("mscale_all_dim");
+  const json* mscale = field("mscale", true);
+  const json* mscale_all_dim = field("mscale_all_dim", true);
   if (mscale && mscale_all_dim) return get_mscale(mscale->get<double>()) / get_mscale(mscale_all_dim->get<double>());
   return get_mscale(1.0);
 }

@@ -99,7 +99,12 @@ int host_issue(TraceWriter& w, int rank, int layer, fmsim::workload::MoeStep ste
   const auto& p = w.s.parallelism;
   auto eager = fmsim::workload::moe_host_ops(step, backward, w.s.training.moe_dispatcher, w.s.model.moe.experts / p.ep, w.fp8(layer));
   if (step == fmsim::workload::MoeStep::experts && eager_expert_bias(w)) eager.plain_ops = expert_bias_ops(w.s.model.moe.experts / p.ep, backward);
-  if (step == fmsim::workload::MoeStep::experts) eager.plain_ops += activation_clamp_ops(w, backward);
+  if (step == fmsim::workload::MoeStep::experts) {
+    // The clamp's ops, and in backward those of a recomputed activation's forward again.
+    const auto& tr = w.s.training;
+    const bool act_again = backward && tr.recompute == Recompute::selective && tr.recompute_modules.moe_act;
+    eager.plain_ops += activation_clamp_ops(w, backward) + (act_again ? activation_clamp_ops(w, false) : 0);
+  }
   return host_issue(w, rank, name, fmsim::workload::graphed_moe_host_ops(w.s.training.cuda_graphs, step, backward, eager));
 }
 

@@ -246,4 +246,20 @@ def fp4_training_runs_on_blackwell_and_is_refused_on_hopper():
         expect_bad_input(["run", s, "--json", out], ["fp4-h100.json", "/training/precision", "H100", "Blackwell"], out)
 
 
+@test
+def a_bad_host_op_time_factor_exits_2_naming_the_figure():
+    import shutil
+    with tempfile.TemporaryDirectory() as d:
+        catalog_dir = os.path.join(d, "catalog")
+        shutil.copytree(os.path.join(TOPO, "catalog"), catalog_dir)
+        path = os.path.join(catalog_dir, "instances.json")
+        instances = json.load(open(path))
+        out = os.path.join(d, "out.json")
+        for value, expected in ((0, "> 0"), (500, "(0, 100]")):
+            instances["instances"]["p6e-gb200.36xlarge"]["host_op_time_factor"]["value"] = value
+            json.dump(instances, open(path, "w"))
+            expect_bad_input(["--catalog", catalog_dir, "topo", os.path.join(TOPO, "p5.json"), "--json", out],
+                             ["instances.json", "/instances/p6e-gb200.36xlarge/host_op_time_factor/value", str(value), expected], out)
+
+
 run_tests()

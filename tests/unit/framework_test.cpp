@@ -178,6 +178,10 @@ TEST_CASE("stacks: Megatron runs its eager RoPE where the fused kernel cannot ta
   Shape given;
   given.model = {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 8.0}, {"attention_factor", 1.2}}}};
   CHECK(scenario(given).model.rope_attention_factor == Approx(1.2));
+  // An mscale_all_dim of 0 is not given (HF's `if mscale and mscale_all_dim`): 0.1 ln(factor) + 1.
+  Shape zero;
+  zero.model = {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 32.0}, {"mscale", 1.0}, {"mscale_all_dim", 0}}}};
+  CHECK(scenario(zero).model.rope_attention_factor == Approx(1.0 + 0.1 * std::log(32.0)));
   Shape bad;
   bad.model = {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", -2.0}}}};
   CHECK_THROWS_WITH(scenario(bad), Catch::Contains("rope_scaling/factor") && Catch::Contains("positive"));
@@ -200,6 +204,31 @@ TEST_CASE("stacks: a clamped gated activation costs its split, clamps and concat
   Shape bad;
   bad.model = {{"swiglu_limit", "seven"}};
   CHECK_THROWS_WITH(scenario(bad), Catch::Contains("swiglu_limit") && Catch::Contains("number"));
+}
+
+
+TEST_CASE("GPT-OSS: the shipped model file's YaRN factor and clamp reach its MoE layers' trace", "[workload][framework]") {
+  nlohmann::json doc = {
+      {"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 1}}},
+      {"model", {{"base", "gpt-oss-120b"}, {"num_hidden_layers", 2}, {"layer_types", {"sliding_attention", "full_attention"}}}},
+      {"parallelism", {{"expert_model_parallel_size", 8}, {"micro_batch_size", 1}, {"global_batch_size", 8}}},
+      {"training", {{"seq_length", 4096}, {"precision", "bf16"}, {"moe_load_imbalance", 1.0},
+                    {"recompute_granularity", "selective"}, {"recompute_modules", {"moe_act"}}}}};
+  const Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+  CHECK(s.model.rope_attention_factor == Approx(1.0 + 0.1 * std::log(32.0)));  // HF rope_scaling: yarn, factor 32
+  CHECK(s.model.activation_clamp == 7.0);                                      // HF swiglu_limit
+  const Trace t = trace_of(s);
+  // Megatron's eager RoPE: 24 bytes per element of Q and K.
+  CHECK(named(t, "rope")[0].bytes == Approx(24.0 * 4096 * (s.model.q_dim() + s.model.kv_dim())));
+  // Per MoE layer: 4,096 tokens x top-4 rows on each of EP 8 ranks, FC1 output 2 x 2,880 wide (balanced).
+  const double fc1_elements = 4096.0 * 4 * 2 * 2880;
+  REQUIRE(!named(t, "moe.act.clamp").empty());
+  CHECK(named(t, "moe.act.clamp")[0].bytes == Approx(8 * fc1_elements));
+  // Backward: the clamps' gradients and the split's concatenation (10), and the recomputed forward's (8).
+  CHECK(named(t, "moe.act.clamp.bwd")[0].bytes == Approx((10 + 8) * fc1_elements));
+  // Transformer Engine's op fuser clamps inside its fused activation: no clamp nodes.
+  doc["training"]["use_transformer_engine_op_fuser"] = true;
+  CHECK(named(trace_of(scenario_from_json(doc, "test.json", test::source_dir(), test::catalog())), "moe.act.clamp").empty());
 }
 
 TEST_CASE("stacks: the eager host path binds only where kernels are shorter than their issue", "[workload][framework]") {

@@ -63,7 +63,8 @@ struct RlResult {
   double generation_output_tokens_per_s = 0;  ///< the rollout engine alone
   double update_step_s = 0;            ///< one optimizer step of one model
   int update_steps = 0;                ///< optimizer steps per iteration (all models)
-  int packed_rows_per_step = 0;        ///< global batch of one optimizer step (packed rows of seq_length)
+  int packed_rows_per_step = 0;        ///< global batch of one optimizer step: packed rows of seq_length, or
+                                       ///< (sequence_packing false) one sample per row; rounded to micro-batch x DP
   int seq_length = 0;
   /// Tokens each sample occupies in the update and forward passes: the mean sample (packed) or the
   /// longest, to which an unpacked batch is padded.

@@ -22,9 +22,11 @@ inline constexpr double kExpertGemmLaunchHost_s = 4e-6;
 /// Host time of one call of a Transformer Engine module (Linear, LayerNormLinear, GroupedLinear,
 /// DotProductAttention) through Megatron's wrapper: its Python (recipe state, quantizers, checks) beside
 /// the kernels it launches. TransformerEngine pull request #1191 measured Megatron-Core's
-/// TEColumnParallelLinear at 140 us per forward, 115 us after that pull request (BF16, TP1, x86 host);
-/// Grace hosts take longer still (TransformerEngine issue #2053: te.Linear 90-100 us of CPU per forward
-/// on GH200/GB200). Backward (the module's autograd function) is taken to cost the same.
+/// TEColumnParallelLinear at 140 us per forward, 115 us after that pull request (BF16, TP1, x86 host).
+/// On Grace, TransformerEngine issue #2053 measured a plain te.Linear at 90-100 us of CPU per forward
+/// (GH200/GB200): within this figure, so Grace hosts keep it (only their eager ops take the instance's
+/// host_op_time_factor; the two figures come from different harnesses, so that split is an assumption).
+/// Backward (the module's autograd function) is taken to cost the same.
 inline constexpr double kTeModuleHost_s = 115e-6;
 /// The dispatcher's device-to-host copy of the split sizes and the stream synchronisation that waits
 /// for it (tokens_per_expert .to("cpu") then cuda_sync_point "before_ep_alltoall"): a PCIe/C2C round
