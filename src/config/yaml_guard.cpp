@@ -31,7 +31,7 @@ struct ScanState {
   bool root_value = false; ///< the document's top level already holds a scalar or flow value (not a key)
 };
 
-enum class Misplaced { none, comma, after_value, explicit_key, continuation, second_root };
+enum class Misplaced { none, comma, after_value, explicit_key, continuation, second_root, multiline_key };
 
 struct Finding {
   std::size_t column = 0;
@@ -78,6 +78,8 @@ Finding scan_line(const std::string& line, ScanState& s) {
   bool in_plain = false, commented = false;
   bool value_started = false;  // a scalar, flow collection or alias began on this line
   bool closed = false;      // a quoted value, [...], {...} or an alias just ended at depth 0
+  const bool quote_goes_on = s.quote != 0 && s.depth == 0;  // a quoted scalar from an earlier line goes on
+  bool multiline_closed = false;  // ... and ended on this line
   int owner = -1;           // the column of the key (before ": ") or entry ("- ") that owns what follows
   int token_col = static_cast<int>(indent);  // where the current token started
   for (; k < line.size(); ++k) {
@@ -86,7 +88,7 @@ Finding scan_line(const std::string& line, ScanState& s) {
     if (s.quote) {
       if (s.quote == '"' && c == '\\') ++k;  // an escape: the next character is taken as it is
       else if (s.quote == '\'' && c == '\'' && k + 1 < line.size() && line[k + 1] == '\'') ++k;  // '' in '...'
-      else if (c == s.quote) s.quote = 0, closed = s.depth == 0;
+      else if (c == s.quote) s.quote = 0, closed = s.depth == 0, multiline_closed = closed && quote_goes_on;
       continue;
     }
     if (blank(c)) continue;
@@ -106,6 +108,10 @@ Finding scan_line(const std::string& line, ScanState& s) {
     }
     if (closed) {  // only a ':' (the value was a key) may follow on its line: `"k" ,`, `"a" b` then `?` loop
       if (c != ':') return {k, c == ',' ? Misplaced::comma : Misplaced::after_value};
+      // A quoted scalar over several lines followed by ':' is an implicit key over several lines, which YAML
+      // does not allow (1.2, 7.4: an implicit key is restricted to one line); yaml-cpp 0.7 allocates
+      // without bound on `'':'a` then `':',x'` (found by fuzz_kueue).
+      if (multiline_closed) return {k, Misplaced::multiline_key};
       closed = false;
       owner = token_col;
       continue;
@@ -207,6 +213,8 @@ void refuse_misplaced_yaml_comma(const std::string& text, const std::string& fil
         throw InputError(where + "'" + c + "' starts a line that goes on a plain value: quote the value (yaml-cpp 0.7 can loop on it)");
       case Misplaced::second_root:
         throw InputError(where + "a second value at the top level of a document (after a scalar or [...]/{...} there): separate documents with ---");
+      case Misplaced::multiline_key:
+        throw InputError(where + "':' after a quoted scalar that began on an earlier line: a mapping key must be on one line in YAML");
       case Misplaced::none: break;
     }
   }

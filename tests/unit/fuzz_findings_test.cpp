@@ -94,6 +94,20 @@ TEST_CASE("a ',' where a YAML token starts outside a flow collection is refused 
     CHECK_THROWS_AS(fmsim::cluster::read_kueue(file), fmsim::InputError);
     std::filesystem::remove(file);
   }
+  // fuzz_kueue, 2026-11-28 (session 27): a quoted key over two lines (`'':'a` then `':',x'`) made yaml-cpp 0.7
+  // allocate 24 GB; YAML allows an implicit key on one line only, so the guard refuses it. A quoted value over
+  // two lines stays valid.
+  for (const std::string text : {"'':'a\n':',x'\n", "'a\n':','\n", "k: \"x\n y\": z\n", "'':'?\r\r':',\r"}) {
+    CAPTURE(text);
+    CHECK_THROWS_WITH(refuse_misplaced_yaml_comma(text, "k.yaml"), Catch::Contains("a mapping key must be on one line"));
+  }
+  CHECK_NOTHROW(refuse_misplaced_yaml_comma("a: 'x\n  y'\nb: \"p\n  q\"\n", "k.yaml"));
+  {
+    const auto file = std::filesystem::temp_directory_path() / "fmsim-fuzz-kueue-key.yaml";
+    std::ofstream(file, std::ios::binary) << "'':'a\n':',x'\n";
+    CHECK_THROWS_AS(fmsim::cluster::read_kueue(file), fmsim::InputError);
+    std::filesystem::remove(file);
+  }
   const auto path = std::filesystem::temp_directory_path() / "fmsim-fuzz-kueue-hang.yaml";
   std::ofstream(path) << "# Kueue\n    flavors:\n  \"acceptance_rate\"  &&&&&&,&&&&\n    reclaimWithinCohort: x\n";
   CHECK_THROWS_AS(fmsim::cluster::read_kueue(path), fmsim::InputError);

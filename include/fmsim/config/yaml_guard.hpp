@@ -6,7 +6,8 @@
 // flow indicator; after a quoted value, [...], {...} or an alias only ':' or a comment may follow on its
 // line), so the file is refused, naming its line and column, before it reaches the parser; so is an
 // explicit mapping key ("? " outside [...] and {...}: a root scalar, tagged, anchored or quoted, followed by
-// a "?" line loops too, and Kubernetes manifests never need one), and a control
+// a "?" line loops too, and Kubernetes manifests never need one), a quoted key over several lines
+// (`'':'a` then `':',x'` allocates without bound; YAML allows implicit keys on one line only), and a control
 // character (NUL and the other C0 codes but tab, line feed and carriage return, and DEL), which YAML does
 // not allow in a stream and which hid a ',' from the guard (`\0\0\0,` hangs yaml-cpp too).
 #include <string>
