@@ -145,6 +145,20 @@ def releases_for(model):
         if notes: src["notes"] = notes
         out.append({"release": rel, "framework": f"megatron-bridge@{rel}", "source": src})
     return out
+def super_0608(precision, suffix, low_precision_training):
+    """Nemotron 3 Super on 64 GB200 at v0.6.0: the same layout and graphs for MXFP8 and NVFP4; NVFP4 adds its
+    BF16 layers (nemotron_3_super_bf16_with_nvfp4_mixed)."""
+    config = f"nemotron_3_super_pretrain_64gpu_gb200_{suffix}_config"
+    return {"name": f"GB200 {precision} PP1 VP1 ({config})",
+            "source": f"src/megatron/bridge/perf_recipes/nemotronh/gb200/nemotronh.py {config} at v0.6.0 (TP2 SP, EP64, HybridEP, CUDA graphs of attn, mamba, moe_router, moe_preprocess; nemotronh/common.py _apply_nemotron_3_super_perf_defaults: no recompute)",
+            "when": {"release": ["26.08"], "gpu": "GB200", "precision": [precision], "pipeline_model_parallel_size": 1, "virtual_pipeline_model_parallel_size": 1},
+            "parallelism": {"tensor_model_parallel_size": 2, "context_parallel_size": 1, "expert_model_parallel_size": 64, "micro_batch_size": 1,
+                            "global_batch_size": 512, "expert_tensor_parallel_size": 1},
+            "training": dict({"keep_mtp_spec_in_bf16": True}, **low_precision_training,
+                             cuda_graph_impl="transformer_engine", cuda_graph_scope=["attn", "mamba", "moe_router", "moe_preprocess"],
+                             moe_token_dispatcher_type="flex", moe_flex_dispatcher_backend="hybridep")}
+
+
 NM_FULL = {"cuda_graph_impl": "full_iteration", "cuda_graph_scope": [], "moe_paged_stash": True,
            "moe_expert_rank_capacity_factor": 1.5, "high_priority_a2a_comm_stream": True}
 V0608 = {
@@ -167,8 +181,18 @@ V0608 = {
                   "parallelism": {"tensor_model_parallel_size": 1, "expert_model_parallel_size": 8, "micro_batch_size": 4, "global_batch_size": 512},
                   "training": {"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep", "overlap_moe_expert_parallel_comm": True},
                   "not_modelled": NM_FULL}],
- "gpt-oss-120b": [{"name": "GB200 MXFP8 PP1 (gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config)", "source": "src/megatron/bridge/perf_recipes/gpt_oss/gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config at v0.6.0; gpt_oss/common.py _apply_gpt_oss_120b_full_iter_fp8mx_configs (full-iteration CUDA graph, HybridEP, the EP all-to-all overlap with delay_wgrad_compute, the op fuser; recompute_modules emptied after it); env NVTE_CUTEDSL_FUSED_GROUPED_MLP=1", "when": {"release": ["26.08"], "gpu": "GB200", "precision": ["MXFP8"], "pipeline_model_parallel_size": 1, "virtual_pipeline_model_parallel_size": 1}, "parallelism": {"tensor_model_parallel_size": 1, "context_parallel_size": 1, "expert_model_parallel_size": 64, "micro_batch_size": 4, "global_batch_size": 1280, "expert_tensor_parallel_size": 1}, "training": {"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep", "overlap_moe_expert_parallel_comm": True, "cuda_graph_impl": "full_iteration", "use_transformer_engine_op_fuser": True}, "not_modelled": {"fp8_dot_product_attention": True, "moe_paged_stash": True, "moe_expert_rank_capacity_factor": 1.5, "moe_pad_experts_for_cuda_graph_inference": True, "moe_mlp_glu_interleave_size": 32, "high_priority_a2a_comm_stream": True, "fp8_output_proj": True}}],
- "nemotron-3-super": [{"name": "GB200 MXFP8 PP1 VP1 (nemotron_3_super_pretrain_64gpu_gb200_fp8mx_config)", "source": "src/megatron/bridge/perf_recipes/nemotronh/gb200/nemotronh.py nemotron_3_super_pretrain_64gpu_gb200_fp8mx_config at v0.6.0 (TP2 SP, EP64, HybridEP, CUDA graphs of attn, mamba, moe_router, moe_preprocess; nemotronh/common.py _apply_nemotron_3_super_perf_defaults: no recompute)", "when": {"release": ["26.08"], "gpu": "GB200", "precision": ["MXFP8"], "pipeline_model_parallel_size": 1, "virtual_pipeline_model_parallel_size": 1}, "parallelism": {"tensor_model_parallel_size": 2, "context_parallel_size": 1, "expert_model_parallel_size": 64, "micro_batch_size": 1, "global_batch_size": 512, "expert_tensor_parallel_size": 1}, "training": {"keep_mtp_spec_in_bf16": True, "cuda_graph_impl": "transformer_engine", "cuda_graph_scope": ["attn", "mamba", "moe_router", "moe_preprocess"], "moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep"}}, {"name": "GB200 NVFP4 PP1 VP1 (nemotron_3_super_pretrain_64gpu_gb200_nvfp4_config)", "source": "src/megatron/bridge/perf_recipes/nemotronh/gb200/nemotronh.py nemotron_3_super_pretrain_64gpu_gb200_nvfp4_config at v0.6.0 (TP2 SP, EP64, HybridEP, CUDA graphs of attn, mamba, moe_router, moe_preprocess; nemotronh/common.py _apply_nemotron_3_super_perf_defaults: no recompute)", "when": {"release": ["26.08"], "gpu": "GB200", "precision": ["NVFP4"], "pipeline_model_parallel_size": 1, "virtual_pipeline_model_parallel_size": 1}, "parallelism": {"tensor_model_parallel_size": 2, "context_parallel_size": 1, "expert_model_parallel_size": 64, "micro_batch_size": 1, "global_batch_size": 512, "expert_tensor_parallel_size": 1}, "training": {"keep_mtp_spec_in_bf16": True, "first_last_layers_bf16": True, "num_layers_at_start_in_bf16": 0, "num_layers_at_end_in_bf16": 14, "cuda_graph_impl": "transformer_engine", "cuda_graph_scope": ["attn", "mamba", "moe_router", "moe_preprocess"], "moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep"}}],
+ "gpt-oss-120b": [{"name": "GB200 MXFP8 PP1 (gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config)",
+                  "source": "src/megatron/bridge/perf_recipes/gpt_oss/gb200/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config at v0.6.0; gpt_oss/common.py _apply_gpt_oss_120b_full_iter_fp8mx_configs (full-iteration CUDA graph, HybridEP, the EP all-to-all overlap with delay_wgrad_compute, the op fuser; recompute_modules emptied after it); env NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",
+                  "when": {"release": ["26.08"], "gpu": "GB200", "precision": ["MXFP8"], "pipeline_model_parallel_size": 1, "virtual_pipeline_model_parallel_size": 1},
+                  "parallelism": {"tensor_model_parallel_size": 1, "context_parallel_size": 1, "expert_model_parallel_size": 64, "micro_batch_size": 4,
+                                  "global_batch_size": 1280, "expert_tensor_parallel_size": 1},
+                  "training": {"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep", "overlap_moe_expert_parallel_comm": True,
+                               "cuda_graph_impl": "full_iteration", "use_transformer_engine_op_fuser": True},
+                  "not_modelled": {"fp8_dot_product_attention": True, "moe_paged_stash": True, "moe_expert_rank_capacity_factor": 1.5,
+                                   "moe_pad_experts_for_cuda_graph_inference": True, "moe_mlp_glu_interleave_size": 32,
+                                   "high_priority_a2a_comm_stream": True, "fp8_output_proj": True}}],
+ "nemotron-3-super": [super_0608("MXFP8", "fp8mx", {}),
+                      super_0608("NVFP4", "nvfp4", {"first_last_layers_bf16": True, "num_layers_at_start_in_bf16": 0, "num_layers_at_end_in_bf16": 14})],
 }
 V0608_NOTES = {
  "gpt-oss-120b": "26.08: only the GB200 MXFP8 configuration of the published table is transcribed (perf_recipes/gpt_oss/gb200); other GPUs and precisions take the release-independent variant",

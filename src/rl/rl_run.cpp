@@ -178,9 +178,6 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   result.mean_prompt_tokens = rollout.mean_input;
   result.mean_response_tokens = rollout.mean_output;
   const double sequence_tokens = rollout.mean_input + rollout.mean_output;
-  // The tokens a sample occupies in the update and the forward passes: its own (packed), or the longest
-  // sample's (unpacked: the batch is padded to it).
-  double padded_tokens = spec.sequence_packing ? sequence_tokens : rollout.max_sequence;
 
   // The update: the samples packed into rows of seq_length, split into mini-batches.
   json train = document;
@@ -212,14 +209,14 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
                      std::to_string(static_cast<long long>(std::lround(sequence_tokens))) +
                      " tokens (prompt + response), more than a row holds (expected a seq_length of at least that)");
   }
-  // Unpacked, the batch pads to its longest sample, which seq_length bounds (the recipes' max total
-  // sequence length, the engine's max_model_len: a response stops there).
-  // Megatron pads a row to a multiple of TP x CP (x 2 with CP's load-balanced halves) for sequence and
-  // context parallelism.
-  if (!spec.sequence_packing) {
-    const double multiple = static_cast<double>(result.trainer_tp) * cp * (cp > 1 ? 2 : 1);
-    padded_tokens = std::min(std::ceil(padded_tokens / multiple) * multiple, static_cast<double>(result.seq_length));
-  }
+  // The tokens a sample occupies in the update and the forward passes: its own (packed), or the longest
+  // sample's (unpacked: the batch is padded to it), which seq_length bounds (the recipes' max total
+  // sequence length, the engine's max_model_len: a response stops there). Megatron pads a row to a
+  // multiple of TP x CP (x 2 with CP's load-balanced halves) for sequence and context parallelism.
+  const double pad_multiple = static_cast<double>(result.trainer_tp) * cp * (cp > 1 ? 2 : 1);
+  const double padded_tokens = spec.sequence_packing ? sequence_tokens
+                                                     : std::min(std::ceil(rollout.max_sequence / pad_multiple) * pad_multiple,
+                                                                static_cast<double>(result.seq_length));
   result.sample_row_tokens = padded_tokens;
   const double rows = spec.sequence_packing ? std::ceil(static_cast<double>(spec.samples()) * sequence_tokens / (result.seq_length * spec.packing_efficiency))
                                             : static_cast<double>(spec.samples());

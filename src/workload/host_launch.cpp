@@ -35,6 +35,11 @@ double eager_ops(const TraceWriter& w, DenseHalf half) {
 
 }  // namespace
 
+double eager_rope_host_s(const TraceWriter& w) {
+  if (w.s.model.learned_positions > 0) return 0.0;
+  return w.s.cluster.instance.host_op_time_factor * (element_wise_ops(w, ElementWiseChain::rope) - 1) * kEagerOpHost_s;
+}
+
 double dense_half_host_s(const TraceWriter& w, DenseHalf half, bool backward) {
   const auto& fw = w.s.framework;
   if (fw.graphs != GraphCoverage::none) return 0.0;
@@ -42,9 +47,7 @@ double dense_half_host_s(const TraceWriter& w, DenseHalf half, bool backward) {
   const double eager_scale = w.s.cluster.instance.host_op_time_factor;
   if (fw.host_launch == HostLaunch::te_modules) {
     const double modules = half == DenseHalf::attention ? 3 : 2;
-    // An eager RoPE (elementwise_fusion.cpp rope_path) issues its ops instead of the one fused kernel.
-    const double rope = half == DenseHalf::attention && w.s.model.learned_positions == 0 ? element_wise_ops(w, ElementWiseChain::rope) - 1 : 0;
-    return modules * kTeModuleHost_s + eager_scale * (2 + rope) * kEagerOpHost_s;
+    return modules * kTeModuleHost_s + eager_scale * 2 * kEagerOpHost_s + (half == DenseHalf::attention ? eager_rope_host_s(w) : 0.0);
   }
   return eager_scale * (backward ? 2.0 : 1.0) * eager_ops(w, half) * kEagerOpHost_s;
 }

@@ -39,12 +39,8 @@ Shapes shapes_of(const TraceWriter& w) {
 /// (elementwise_fusion.cpp) where no CUDA graph covers the attention.
 double moe_attention_host_s(const TraceWriter& w) {
   const auto& g = w.s.training.cuda_graphs;
-  const double eager_scale = w.s.cluster.instance.host_op_time_factor;
-  double seconds = moe_layer_attention_host_s(g, eager_scale);
-  if (!g.full_iteration && !g.attn && w.s.model.learned_positions == 0) {
-    seconds += eager_scale * (element_wise_ops(w, ElementWiseChain::rope) - 1) * kEagerOpHost_s;
-  }
-  return seconds;
+  const double seconds = moe_layer_attention_host_s(g, w.s.cluster.instance.host_op_time_factor);
+  return g.full_iteration || g.attn ? seconds : seconds + eager_rope_host_s(w);
 }
 
 /// Extra bytes of an unfused RoPE over `width` columns of Q and K (none with learned positions).

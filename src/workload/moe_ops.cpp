@@ -62,6 +62,10 @@ int expert_wgrad(TraceWriter& w, int rank, int layer, const MoeShape& s, bool fc
 }
 
 bool flex(const TraceWriter& w) { return w.s.training.moe_dispatcher == MoeDispatcher::flex; }
+/// Whether the experts' activation runs again before its backward (selective recompute of moe_act).
+bool moe_act_recomputed(const TraceWriter& w) {
+  return w.s.training.recompute == Recompute::selective && w.s.training.recompute_modules.moe_act;
+}
 bool overlapped_shared_expert(const TraceWriter& w) { return w.s.training.moe_shared_expert_overlap && w.s.model.moe.shared_ffn > 0; }
 
 /// The host thread's issue of one MoE step (moe_host.hpp): a node on the rank's "host" stream that takes
@@ -101,9 +105,7 @@ int host_issue(TraceWriter& w, int rank, int layer, fmsim::workload::MoeStep ste
   if (step == fmsim::workload::MoeStep::experts && eager_expert_bias(w)) eager.plain_ops = expert_bias_ops(w.s.model.moe.experts / p.ep, backward);
   if (step == fmsim::workload::MoeStep::experts) {
     // The clamp's ops, and in backward those of a recomputed activation's forward again.
-    const auto& tr = w.s.training;
-    const bool act_again = backward && tr.recompute == Recompute::selective && tr.recompute_modules.moe_act;
-    eager.plain_ops += activation_clamp_ops(w, backward) + (act_again ? activation_clamp_ops(w, false) : 0);
+    eager.plain_ops += activation_clamp_ops(w, backward) + (backward && moe_act_recomputed(w) ? activation_clamp_ops(w, false) : 0);
   }
   return host_issue(w, rank, name, fmsim::workload::graphed_moe_host_ops(w.s.training.cuda_graphs, step, backward, eager));
 }
@@ -220,7 +222,7 @@ int moe_experts(TraceWriter& w, int rank, int layer, bool backward, bool delay_w
     node = w.gemm(rank, "moe.fc2", rows, h, s.fc2_k, fp8, after_of(node), e);
     if (eager_expert_bias(w)) node = w.memory(rank, "moe.fc2_bias", kExpertBiasForwardBytes * rows * e * h, {node});
   } else {
-    const bool act_again = tr.recompute == Recompute::selective && tr.recompute_modules.moe_act;
+    const bool act_again = moe_act_recomputed(w);
     if (eager_expert_bias(w)) node = w.memory(rank, "moe.fc2_bias.bwd", kExpertBiasBackwardBytes * rows * e * h, after_of(node));
     node = w.gemm(rank, "moe.fc2.dgrad", rows, s.fc2_k, h, fp8, after_of(node), e);
     if (!delay_wgrad) node = expert_wgrad(w, rank, layer, s, false, node);

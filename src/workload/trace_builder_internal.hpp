@@ -176,6 +176,9 @@ int element_wise_ops(const TraceWriter& w, ElementWiseChain chain);
 /// host_launch.cpp: a dense layer's host issue where no CUDA graph covers it (-1 / 0 s when covered).
 enum class DenseHalf { attention, mlp };
 double dense_half_host_s(const TraceWriter& w, DenseHalf half, bool backward);
+/// Host time of an eager RoPE's ops beyond the one fused kernel (elementwise_fusion.cpp rope_path), at the
+/// host's op time factor; 0 with learned positions or a fused RoPE.
+double eager_rope_host_s(const TraceWriter& w);
 int dense_host_node(TraceWriter& w, int rank, DenseHalf half, bool backward);
 int gate_on_dense_host(TraceWriter& w, int node, int host);
 /// op_recompute.cpp: torch op-level selective checkpointing (torchtitan): the ops of one half of a dense
