@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
+#include <vector>
 #include <unistd.h>
 
 #include "fmsim/hardware/catalog.hpp"
@@ -17,12 +19,26 @@ inline const hardware::Catalog& catalog() {
 
 inline std::filesystem::path source_dir() { return FMSIM_SOURCE_DIR; }
 
-/// Writes `json` to a fresh temporary file and returns its path.
+/// The temporary directories this process made, removed when it exits.
+struct TempDirs {
+  std::vector<std::filesystem::path> made;
+  ~TempDirs() {
+    std::error_code ignored;
+    for (const auto& dir : made) std::filesystem::remove_all(dir, ignored);
+  }
+};
+
+/// Writes `json` to a fresh temporary file and returns its path. Its directory is named by the process id
+/// and a counter; one left by an earlier process with the same id (a run that was killed) is emptied first,
+/// so a test that copies files into it never meets a stale one.
 inline std::filesystem::path write_temp(const std::string& json, const std::string& name = "cluster.json") {
   static int counter = 0;
+  static TempDirs dirs;
   auto dir = std::filesystem::temp_directory_path() /
              ("fmsim-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  dirs.made.push_back(dir);
   auto path = dir / name;
   std::ofstream(path) << json;
   return path;
