@@ -347,7 +347,11 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
     // LatentMoE (Nemotron 3 Super/Ultra): the routed experts work in the latent width, between a down
     // and an up projection of the hidden state (hybrid_pattern.hpp).
     const double latent = m.hybrid.moe_latent;
-    moe_mlp = grouped(expert_width, gate * width) + grouped(width, expert_width);
+    // The engine's MoE kernels (moe_backend.hpp): a fixed cost per block and a floor at the rate the
+    // backend streams the active experts' weights when the batch is weight-bound.
+    const double active_weight_bytes = active * (expert_width * gate * width + width * expert_width) * compute::operand_bytes(math_);
+    moe_mlp = moe_experts_s(moe_backend_costs(pool_.engine.moe_backend), grouped(expert_width, gate * width) + grouped(width, expert_width),
+                            active_weight_bytes, scenario_.cluster.gpu.hbm_bandwidth_Bps);
     // The projections are replicated on every rank (vLLM's ReplicatedLinear; the experts take whole rows).
     if (latent > 0) moe_mlp += gemm(t, m.hidden, latent) + gemm(t, latent, m.hidden);
     moe_mlp += gemm(t, m.hidden, m.moe.experts);  // router

@@ -74,6 +74,7 @@ PoolSpec read_pool(ObjectReader& r, PoolSpec base) {
     e.stream_tokens = r.bool_or("stream_tokens", e.stream_tokens);
     e.stream_tokens_given = true;
   }
+  e.moe_backend = moe_backend_from_name(r.choice_or("moe_backend", moe_backend_names(), to_string(e.moe_backend)));
   e.cuda_graph_padding = r.bool_or("cuda_graph_padding", e.cuda_graph_padding);
   if (r.has("cuda_graph_batch_sizes")) {
     const json& sizes = r.required_value("cuda_graph_batch_sizes");
@@ -284,6 +285,10 @@ void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::stri
                      " GPUs) but not a multiple of it: a TP group spans whole domains (expected " + std::to_string(domain_gpus) +
                      ", " + std::to_string(2 * domain_gpus) + ", ... or at most " + std::to_string(domain_gpus) + ")");
   }
+  if (m.is_moe() && pool.engine.moe_backend == MoeBackend::trtllm_gen && s.cluster.gpu.sm_version < 100) {
+    throw InputError(where + ": moe_backend = \"trtllm_gen\": TensorRT-LLM's TRTLLM-Gen MoE kernels run on Blackwell (SM100 and later) only, and " +
+                     s.cluster.gpu.name + " is SM" + std::to_string(s.cluster.gpu.sm_version) + " (expected \"cutlass\", \"triton\" or \"grouped_gemm\")");
+  }
   if (pool.pp > m.layers) throw InputError(where + ": pipeline_parallel_size exceeds the model's " + std::to_string(m.layers) + " layers");
   if (s.speculative.method == SpeculativeSpec::Method::draft) {
     const auto& d = s.speculative.draft_model;
@@ -402,6 +407,7 @@ ServeScenario serve_scenario_from_json(nlohmann::json document, const std::strin
     e.host_per_sequence_s = kTrtllmHostPerSequence_s;
     e.response_per_token_s = kTrtllmStreamResponsePerToken_s;
     e.overlap_scheduler = true;  // PyTorch backend default (docs: features/overlap-scheduler)
+    e.moe_backend = MoeBackend::cutlass;  // MoeConfig.backend's default (moe_backend.hpp)
     e.cuda_graph_padding = false;
     e.cuda_graph_batch_sizes.clear();
     for (int size = 1; size < 32; ++size) e.cuda_graph_batch_sizes.push_back(size);

@@ -117,6 +117,30 @@ def bad_engine_options_exit_2():
                                   ("response_time_per_token", "fast", ["/serving/response_time_per_token"])):
         path = scenario(f"bad-{key}", dict(FP8, **{key: value}), work)
         expect_bad_input(["serve", path, "--json", out], fragments, out)
+    # MoE backends: an unknown name, and TRTLLM-Gen's Blackwell kernels on an H100.
+    path = scenario("bad-moe-backend", dict(FP8, moe_backend="marlin"), work, model="qwen3-30b-a3b")
+    expect_bad_input(["serve", path, "--json", out], ["/serving/moe_backend", "marlin", "cutlass"], out)
+    path = scenario("bad-trtllm-gen", dict(FP8, engine="tensorrt_llm", moe_backend="trtllm_gen"), work, model="qwen3-30b-a3b")
+    expect_bad_input(["serve", path, "--json", out], ["moe_backend", "trtllm_gen", "Blackwell", "H100"], out)
+
+
+@test
+def moe_backend_defaults_follow_the_engine_and_slow_a_weight_bound_decode():
+    # Qwen3-30B-A3B at batch 1 on one H100: 48 MoE blocks each pay the backend's fixed cost (88 us for
+    # TensorRT-LLM's CUTLASS kernels, 30 us for vLLM's Triton one) on top of the ideal grouped GEMM.
+    work = {"arrival": "offline", "requests": 1, "input_tokens": 64, "output_tokens": 64}
+    tpot = {}
+    for engine, backend in (("tensorrt_llm", None), ("tensorrt_llm", "grouped_gemm"), ("vllm", None), ("vllm", "grouped_gemm")):
+        serving = dict(FP8, engine=engine, cuda_graph_batch_sizes=[], iteration_overhead="0s")
+        if backend:
+            serving["moe_backend"] = backend
+        doc = serve(scenario(f"moe-{engine}-{backend}", serving, work, model="qwen3-30b-a3b"))
+        pool = doc["pools"][0]
+        assert pool["moe_backend"] == (backend or {"tensorrt_llm": "cutlass", "vllm": "triton"}[engine]), pool["moe_backend"]
+        tpot[(engine, backend)] = doc["tpot_s"]["mean"]
+    assert tpot[("tensorrt_llm", None)] - tpot[("tensorrt_llm", "grouped_gemm")] >= 48 * 88e-6, tpot
+    assert tpot[("vllm", None)] - tpot[("vllm", "grouped_gemm")] >= 48 * 30e-6, tpot
+    assert tpot[("vllm", None)] < tpot[("tensorrt_llm", None)], tpot
 
 
 if __name__ == "__main__":

@@ -224,12 +224,14 @@ TEST_CASE("an iteration probe prices the batch it names and refuses what the eng
 }
 
 TEST_CASE("expert load imbalance in serving: the busiest expert-parallel rank paces the experts and the all-to-all") {
-  const std::string ep16 = R"({"precision": "fp8", "tensor_parallel_size": 16, "enable_expert_parallel": true,
+  // DeepGEMM's grouped GEMMs (SGLang's setup): with a backend's weight-streaming floor the weight-bound
+  // batches below would take the floor on every rank, balanced or not.
+  const std::string ep16 = R"({"precision": "fp8", "tensor_parallel_size": 16, "enable_expert_parallel": true, "moe_backend": "grouped_gemm",
       "data_parallel_attention": true, "cuda_graph_batch_sizes": [], "expert_load_imbalance": )";
   const auto even = load("deepseek-v3", 2, ep16 + "1}");
   const auto skewed = load("deepseek-v3", 2, ep16 + "1.5}");
   const auto random = load("deepseek-v3", 2, R"({"precision": "fp8", "tensor_parallel_size": 16, "enable_expert_parallel": true,
-      "data_parallel_attention": true, "cuda_graph_batch_sizes": []})");
+      "moe_backend": "grouped_gemm", "data_parallel_attention": true, "cuda_graph_batch_sizes": []})");
   const ServingPlan even_plan(even), skewed_plan(skewed), random_plan(random);
   const auto layout = collectives::make_layout(even_plan.cluster(), even_plan.replicas()[0].gpus);
   for (int tokens : {256, 2048}) {

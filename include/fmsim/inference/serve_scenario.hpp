@@ -2,6 +2,7 @@
 // A serving scenario file (configs/serving/*.json, schema fmsim.serve/1): cluster, model, one pool of
 // replicas (or a prefill pool and a decode pool when disaggregated), the engine's batching options
 // (vLLM names), the workload and the SLOs. docs/formats.md documents every key.
+#include "fmsim/inference/moe_backend.hpp"
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -47,6 +48,8 @@ struct EngineOptions {
   bool stream_tokens = true;               ///< every token goes back to its client as it is sampled
   bool stream_tokens_given = false;        ///< set in the file; otherwise on unless arrival is offline
   std::vector<int> cuda_graph_batch_sizes; ///< decode batch sizes captured as CUDA graphs (ascending)
+  /// The MoE kernels (moe_backend.hpp): vLLM's Triton fused_moe by default, TensorRT-LLM's CUTLASS one.
+  MoeBackend moe_backend = MoeBackend::triton;
   bool cuda_graph_padding = false;         ///< decode batches are padded up to a captured size
 };
 
