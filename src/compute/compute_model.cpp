@@ -50,15 +50,19 @@ double ComputeModel::peak_flops(MathPrecision precision) const {
 }
 
 double ComputeModel::gemm_s(const GemmShape& shape, MathPrecision precision, int sms_taken, bool split_accumulator) const {
-  return gemm_time_s(1.0, shape, precision, sms_taken, split_accumulator);
+  return gemm_parts(1.0, shape, precision, sms_taken, split_accumulator).total_s();
 }
 
 double ComputeModel::grouped_gemm_s(double groups, const GemmShape& shape, MathPrecision precision) const {
-  return gemm_time_s(groups, shape, precision, 0, false);
+  return gemm_parts(groups, shape, precision, 0, false).total_s();
 }
 
-double ComputeModel::gemm_time_s(double groups, const GemmShape& shape, MathPrecision precision, int sms_taken, bool split_accumulator) const {
-  if (groups <= 0 || shape.m <= 0 || shape.n <= 0 || shape.k <= 0) return 0.0;
+GemmParts ComputeModel::grouped_gemm_parts(double groups, const GemmShape& shape, MathPrecision precision) const {
+  return gemm_parts(groups, shape, precision, 0, false);
+}
+
+GemmParts ComputeModel::gemm_parts(double groups, const GemmShape& shape, MathPrecision precision, int sms_taken, bool split_accumulator) const {
+  if (groups <= 0 || shape.m <= 0 || shape.n <= 0 || shape.k <= 0) return {};
   const int sms = std::max(1, gpu_.sm_count - sms_taken);
   // Output tiles a CUTLASS/cuBLAS kernel may use; the library picks the fastest (wave quantization).
   // Hopper's warp-specialized kernels compute 128-row tiles (two consumer warpgroups of 64 rows) once the
@@ -85,7 +89,7 @@ double ComputeModel::gemm_time_s(double groups, const GemmShape& shape, MathPrec
   const double element_bytes = operand_bytes(precision);
   const double bytes = groups * ((shape.m * shape.k + shape.k * shape.n) * element_bytes + shape.m * shape.n * 2.0);
   const double memory = bytes / (gpu_.hbm_bandwidth_Bps * gpu_.hbm_achievable_fraction);
-  return std::max(best, memory) + kGemmFixedOverhead_s;
+  return {best, memory, kGemmFixedOverhead_s};
 }
 
 double ComputeModel::attention_s(double flops, bool backward, double mean_span, int sms_taken, bool flash2,

@@ -8,9 +8,9 @@ namespace fmsim::inference {
 MoeBackendCosts moe_backend_costs(MoeBackend backend) {
   switch (backend) {
     case MoeBackend::grouped_gemm: return {};
-    case MoeBackend::cutlass: return {kCutlassMoeFixed_s, kCutlassMoeWeightStreamFraction};
-    case MoeBackend::trtllm_gen: return {kTrtllmGenMoeFixed_s, kTrtllmGenMoeWeightStreamFraction};
-    case MoeBackend::triton: return {kTritonMoeFixed_s, kTritonMoeWeightStreamFraction};
+    case MoeBackend::cutlass: return {kCutlassMoeFixed_s, kCutlassMoeWeightStreamFraction, kCutlassMoeGemmSlowdown};
+    case MoeBackend::trtllm_gen: return {kTrtllmGenMoeFixed_s, kTrtllmGenMoeWeightStreamFraction, kTrtllmGenMoeGemmSlowdown};
+    case MoeBackend::triton: return {kTritonMoeFixed_s, kTritonMoeWeightStreamFraction, kTritonMoeGemmSlowdown};
   }
   return {};
 }
@@ -29,12 +29,19 @@ MoeBackend moe_backend_from_name(const std::string& name) {
   return static_cast<MoeBackend>(it - names.begin());
 }
 
-double moe_experts_s(const MoeBackendCosts& costs, double grouped_s, double active_weight_bytes, double hbm_bandwidth_Bps) {
-  if (grouped_s <= 0 && active_weight_bytes <= 0) return 0.0;
-  const double stream_s = costs.weight_stream_fraction > 0 && hbm_bandwidth_Bps > 0
-                              ? active_weight_bytes / (hbm_bandwidth_Bps * costs.weight_stream_fraction)
-                              : 0.0;
-  return costs.fixed_s + std::max(grouped_s, stream_s);
+double moe_grouped_gemm_s(const MoeBackendCosts& costs, const compute::GemmParts& grouped, double weight_bytes, double hbm_bandwidth_Bps) {
+  if (grouped.total_s() <= 0) return 0.0;
+  const double stream_s = costs.weight_stream_fraction > 0 && hbm_bandwidth_Bps > 0 ? weight_bytes / (hbm_bandwidth_Bps * costs.weight_stream_fraction) : 0.0;
+  return grouped.overhead_s + std::max({costs.gemm_slowdown * grouped.compute_s, grouped.memory_s, stream_s});
+}
+
+double moe_experts_s(const MoeBackendCosts& costs, const std::vector<compute::GemmParts>& gemms, const std::vector<double>& weight_bytes,
+                     double hbm_bandwidth_Bps) {
+  double total = 0;
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    total += moe_grouped_gemm_s(costs, gemms[i], i < weight_bytes.size() ? weight_bytes[i] : 0.0, hbm_bandwidth_Bps);
+  }
+  return total > 0 ? costs.fixed_s + total : 0.0;
 }
 
 }  // namespace fmsim::inference

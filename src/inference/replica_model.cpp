@@ -343,15 +343,20 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
     const double width = pool_.expert_parallel ? m.moe.expert_ffn : m.moe.expert_ffn / tp;
     const double rows = t * k / (experts * active_fraction) * imbalance;
     const double active = local * active_fraction;
-    auto grouped = [&](double k_dim, double n_dim) { return compute_.grouped_gemm_s(active, {rows, n_dim, k_dim}, math_) / compute::model_gemm_rate(math_); };
+    // The grouped GEMMs' parts at the model's in-step rate (FP4: compute::kFp4ModelGemmRate).
+    auto grouped = [&](double k_dim, double n_dim) {
+      compute::GemmParts p = compute_.grouped_gemm_parts(active, {rows, n_dim, k_dim}, math_);
+      const double rate = compute::model_gemm_rate(math_);
+      return compute::GemmParts{p.compute_s / rate, p.memory_s / rate, p.overhead_s / rate};
+    };
+    // The engine's MoE kernels (moe_backend.hpp): a fixed cost per block, their GEMMs' slowdown against
+    // dense tiles, and a floor at the rate they stream the active experts' weights.
+    const double weight_bytes = active * expert_width * width * compute::operand_bytes(math_);
+    moe_mlp = moe_experts_s(moe_backend_costs(pool_.engine.moe_backend), {grouped(expert_width, gate * width), grouped(width, expert_width)},
+                            {gate * weight_bytes, weight_bytes}, scenario_.cluster.gpu.hbm_bandwidth_Bps);
     // LatentMoE (Nemotron 3 Super/Ultra): the routed experts work in the latent width, between a down
     // and an up projection of the hidden state (hybrid_pattern.hpp).
     const double latent = m.hybrid.moe_latent;
-    // The engine's MoE kernels (moe_backend.hpp): a fixed cost per block and a floor at the rate the
-    // backend streams the active experts' weights when the batch is weight-bound.
-    const double active_weight_bytes = active * (expert_width * gate * width + width * expert_width) * compute::operand_bytes(math_);
-    moe_mlp = moe_experts_s(moe_backend_costs(pool_.engine.moe_backend), grouped(expert_width, gate * width) + grouped(width, expert_width),
-                            active_weight_bytes, scenario_.cluster.gpu.hbm_bandwidth_Bps);
     // The projections are replicated on every rank (vLLM's ReplicatedLinear; the experts take whole rows).
     if (latent > 0) moe_mlp += gemm(t, m.hidden, latent) + gemm(t, latent, m.hidden);
     moe_mlp += gemm(t, m.hidden, m.moe.experts);  // router

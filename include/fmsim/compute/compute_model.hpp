@@ -141,6 +141,13 @@ struct GemmShape {
   double flops() const { return 2.0 * m * n * k; }
 };
 
+/// A GEMM kernel's time in its parts: the tensor cores' waves, the HBM time of its operands, and the
+/// fixed launch overhead; the kernel takes max(compute_s, memory_s) + overhead_s.
+struct GemmParts {
+  double compute_s = 0, memory_s = 0, overhead_s = 0;
+  double total_s() const { return (compute_s > memory_s ? compute_s : memory_s) + overhead_s; }
+};
+
 class ComputeModel {
  public:
   explicit ComputeModel(const hardware::GpuSpec& gpu) : gpu_(gpu) {}
@@ -157,6 +164,9 @@ class ComputeModel {
   /// overhead. `groups` may be fractional (an expected count of active experts). With one group it is
   /// gemm_s.
   double grouped_gemm_s(double groups, const GemmShape& shape, MathPrecision precision) const;
+  /// grouped_gemm_s in its parts, for kernels whose tensor-core rate differs from the dense GEMM's
+  /// (a serving engine's fused MoE kernels, inference/moe_backend.hpp).
+  GemmParts grouped_gemm_parts(double groups, const GemmShape& shape, MathPrecision precision) const;
   /// Fused attention (always BF16 in Megatron recipes, FP8 or not); `mean_span`: keys per query in the
   /// kernel (attention_efficiency); `sms_taken` SMs held by a communication kernel beside it slow it in
   /// proportion.
@@ -167,7 +177,7 @@ class ComputeModel {
   const hardware::GpuSpec& gpu() const { return gpu_; }
 
  private:
-  double gemm_time_s(double groups, const GemmShape& shape, MathPrecision precision, int sms_taken, bool split_accumulator) const;
+  GemmParts gemm_parts(double groups, const GemmShape& shape, MathPrecision precision, int sms_taken, bool split_accumulator) const;
   const hardware::GpuSpec& gpu_;
 };
 
