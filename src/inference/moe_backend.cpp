@@ -29,19 +29,19 @@ MoeBackend moe_backend_from_name(const std::string& name) {
   return static_cast<MoeBackend>(it - names.begin());
 }
 
-double moe_grouped_gemm_s(const MoeBackendCosts& costs, const compute::GemmParts& grouped, double weight_bytes, double hbm_bandwidth_Bps) {
-  if (grouped.total_s() <= 0) return 0.0;
-  const double stream_s = costs.weight_stream_fraction > 0 && hbm_bandwidth_Bps > 0 ? weight_bytes / (hbm_bandwidth_Bps * costs.weight_stream_fraction) : 0.0;
-  return grouped.overhead_s + std::max({costs.gemm_slowdown * grouped.compute_s, grouped.memory_s, stream_s});
-}
-
-double moe_experts_s(const MoeBackendCosts& costs, const std::vector<compute::GemmParts>& gemms, const std::vector<double>& weight_bytes,
-                     double hbm_bandwidth_Bps) {
-  double total = 0;
-  for (std::size_t i = 0; i < gemms.size(); ++i) {
-    total += moe_grouped_gemm_s(costs, gemms[i], i < weight_bytes.size() ? weight_bytes[i] : 0.0, hbm_bandwidth_Bps);
+double moe_experts_s(const MoeBackendCosts& costs, const std::vector<MoeGemm>& gemms, double hbm_bandwidth_Bps, double other_launches_s) {
+  double gemm_s = 0, launches_s = other_launches_s;
+  for (const MoeGemm& g : gemms) {
+    if (g.parts.total_s() <= 0) continue;
+    const double stream_s = costs.weight_stream_fraction > 0 && hbm_bandwidth_Bps > 0
+                                ? g.weight_bytes / (hbm_bandwidth_Bps * costs.weight_stream_fraction)
+                                : 0.0;
+    gemm_s += std::max({costs.gemm_slowdown * g.parts.compute_s, g.parts.memory_s, stream_s});
+    launches_s += g.parts.overhead_s;
   }
-  return total > 0 ? costs.fixed_s + total : 0.0;
+  if (gemm_s <= 0) return 0.0;
+  // The measured fixed cost holds every launch of the module; without one, the GEMMs keep their own.
+  return gemm_s + (costs.fixed_s > 0 ? std::max(costs.fixed_s - other_launches_s, launches_s - other_launches_s) : launches_s - other_launches_s);
 }
 
 }  // namespace fmsim::inference

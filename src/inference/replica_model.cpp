@@ -343,17 +343,23 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
     const double width = pool_.expert_parallel ? m.moe.expert_ffn : m.moe.expert_ffn / tp;
     const double rows = t * k / (experts * active_fraction) * imbalance;
     const double active = local * active_fraction;
-    // The grouped GEMMs' parts at the model's in-step rate (FP4: compute::kFp4ModelGemmRate).
-    auto grouped = [&](double k_dim, double n_dim) {
-      compute::GemmParts p = compute_.grouped_gemm_parts(active, {rows, n_dim, k_dim}, math_);
-      const double rate = compute::model_gemm_rate(math_);
-      return compute::GemmParts{p.compute_s / rate, p.memory_s / rate, p.overhead_s / rate};
-    };
     // The engine's MoE kernels (moe_backend.hpp): a fixed cost per block, their GEMMs' slowdown against
-    // dense tiles, and a floor at the rate they stream the active experts' weights.
+    // dense tiles, and a floor at the rate they stream the active experts' weights. The GEMMs' parts are
+    // at the model's in-step rate (FP4: compute::kFp4ModelGemmRate); a backend with a measured stream
+    // floor streams at that floor instead, so its HBM term stays at the GEMM model's plain rate.
+    const MoeBackendCosts backend = moe_backend_costs(pool_.engine.moe_backend);
+    const double rate = compute::model_gemm_rate(math_);
+    const double memory_rate = backend.weight_stream_fraction > 0 ? 1.0 : rate;
     const double weight_bytes = active * expert_width * width * compute::operand_bytes(math_);
-    moe_mlp = moe_experts_s(moe_backend_costs(pool_.engine.moe_backend), {grouped(expert_width, gate * width), grouped(width, expert_width)},
-                            {gate * weight_bytes, weight_bytes}, scenario_.cluster.gpu.hbm_bandwidth_Bps);
+    auto grouped = [&](double k_dim, double n_dim, double bytes) {
+      const compute::GemmParts p = compute_.grouped_gemm_parts(active, {rows, n_dim, k_dim}, math_);
+      return MoeGemm{{p.compute_s / rate, p.memory_s / memory_rate, p.overhead_s / rate}, bytes};
+    };
+    // The module's other kernels fmsim prices apart (router GEMM; two permutation passes and the
+    // activation, below) launch inside the backend's measured fixed cost.
+    const double other_launches = compute::kGemmFixedOverhead_s / rate + 3 * compute::kMemoryKernelOverhead_s;
+    moe_mlp = moe_experts_s(backend, {grouped(expert_width, gate * width, gate * weight_bytes), grouped(width, expert_width, weight_bytes)},
+                            scenario_.cluster.gpu.hbm_bandwidth_Bps, other_launches);
     // LatentMoE (Nemotron 3 Super/Ultra): the routed experts work in the latent width, between a down
     // and an up projection of the hidden state (hybrid_pattern.hpp).
     const double latent = m.hybrid.moe_latent;

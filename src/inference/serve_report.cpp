@@ -215,7 +215,7 @@ nlohmann::json pool_json(const ServingPlan& plan, int index) {
           {"expert_load_imbalance", pool.expert_load_imbalance > 0 ? nlohmann::json(pool.expert_load_imbalance) : nlohmann::json(nullptr)},
           {"gpus", pool.replicas * pool.gpus_per_replica()},
           {"engine", to_string(e.kind)},
-          {"moe_backend", to_string(e.moe_backend)},
+          {"moe_backend", plan.scenario().model.is_moe() ? nlohmann::json(to_string(e.moe_backend)) : nlohmann::json(nullptr)},
           {"kv_cache_free_gpu_memory_fraction", optional_number(e.kv_free_memory_fraction > 0 ? std::optional<double>(e.kv_free_memory_fraction) : std::nullopt)},
           {"max_num_seqs", e.max_num_seqs},
           {"max_num_batched_tokens", e.max_num_batched_tokens},

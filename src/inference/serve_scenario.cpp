@@ -285,8 +285,8 @@ void validate_pool(const PoolSpec& pool, const ServeScenario& s, const std::stri
                      " GPUs) but not a multiple of it: a TP group spans whole domains (expected " + std::to_string(domain_gpus) +
                      ", " + std::to_string(2 * domain_gpus) + ", ... or at most " + std::to_string(domain_gpus) + ")");
   }
-  if (m.is_moe() && pool.engine.moe_backend == MoeBackend::trtllm_gen && s.cluster.gpu.sm_version < 100) {
-    throw InputError(where + ": moe_backend = \"trtllm_gen\": TensorRT-LLM's TRTLLM-Gen MoE kernels run on Blackwell (SM100 and later) only, and " +
+  if (pool.engine.moe_backend == MoeBackend::trtllm_gen && s.cluster.gpu.sm_version < 100) {
+    throw InputError(where + "/moe_backend = \"trtllm_gen\": TensorRT-LLM's TRTLLM-Gen MoE kernels run on Blackwell (SM100 and later) only, and " +
                      s.cluster.gpu.name + " is SM" + std::to_string(s.cluster.gpu.sm_version) + " (expected \"cutlass\", \"triton\" or \"grouped_gemm\")");
   }
   if (pool.pp > m.layers) throw InputError(where + ": pipeline_parallel_size exceeds the model's " + std::to_string(m.layers) + " layers");

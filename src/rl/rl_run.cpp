@@ -267,7 +267,10 @@ RlResult simulate_rl_iteration(const json& document, const std::string& origin, 
   json forward_serving = {{"precision", precision == "fp8" || precision == "fp4" ? precision : std::string("bf16")},
                           {"tensor_parallel_size", forward_tp},
                           {"pipeline_parallel_size", forward_pp},
-                          {"replicas", forward_replicas}};
+                          {"replicas", forward_replicas},
+                          // The trainer's forward passes run Megatron's grouped GEMMs (priced as training
+                          // prices them), not a serving engine's fused MoE kernels.
+                          {"moe_backend", "grouped_gemm"}};
   if (expert_replica) {
     forward_serving["enable_expert_parallel"] = true;
     forward_serving["data_parallel_attention"] = true;

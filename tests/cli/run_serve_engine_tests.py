@@ -126,8 +126,9 @@ def bad_engine_options_exit_2():
 
 @test
 def moe_backend_defaults_follow_the_engine_and_slow_a_weight_bound_decode():
-    # Qwen3-30B-A3B at batch 1 on one H100: 48 MoE blocks each pay the backend's fixed cost (88 us for
-    # TensorRT-LLM's CUTLASS kernels, 30 us for vLLM's Triton one) on top of the ideal grouped GEMM.
+    # Qwen3-30B-A3B at batch 1 on one H100: 48 MoE blocks each pay the backend's fixed cost (80 us for
+    # TensorRT-LLM's CUTLASS kernels, 31 us for vLLM's Triton one) on top of the ideal grouped GEMM, less
+    # the launches fmsim prices apart (router GEMM and GEMMs 3 us each, three memory passes 2 us each).
     work = {"arrival": "offline", "requests": 1, "input_tokens": 64, "output_tokens": 64}
     tpot = {}
     for engine, backend in (("tensorrt_llm", None), ("tensorrt_llm", "grouped_gemm"), ("vllm", None), ("vllm", "grouped_gemm")):
@@ -138,9 +139,8 @@ def moe_backend_defaults_follow_the_engine_and_slow_a_weight_bound_decode():
         pool = doc["pools"][0]
         assert pool["moe_backend"] == (backend or {"tensorrt_llm": "cutlass", "vllm": "triton"}[engine]), pool["moe_backend"]
         tpot[(engine, backend)] = doc["tpot_s"]["mean"]
-    assert tpot[("tensorrt_llm", None)] - tpot[("tensorrt_llm", "grouped_gemm")] >= 48 * 88e-6, tpot
-    assert tpot[("vllm", None)] - tpot[("vllm", "grouped_gemm")] >= 48 * 30e-6, tpot
-    assert tpot[("vllm", None)] < tpot[("tensorrt_llm", None)], tpot
+    assert tpot[("tensorrt_llm", None)] - tpot[("tensorrt_llm", "grouped_gemm")] >= 48 * (80e-6 - 15e-6), tpot
+    assert tpot[("vllm", None)] - tpot[("vllm", "grouped_gemm")] >= 48 * (31e-6 - 15e-6), tpot
 
 
 if __name__ == "__main__":
