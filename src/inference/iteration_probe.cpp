@@ -122,6 +122,7 @@ nlohmann::json probes_json(const ServingPlan& plan, const std::vector<ProbeResul
                     {"kind", kind_name(r.probe.kind)},
                     {"pool", to_string(pool.role)},
                     {"gpus_per_replica", pool.gpus_per_replica()},
+                    {"moe_backend", scenario.model.is_moe() ? nlohmann::json(to_string(pool.engine.moe_backend)) : nlohmann::json(nullptr)},
                     {"sequences", decode ? r.batch.decode_tokens : r.batch.prefill_sequences},
                     {"tokens", r.probe.count},
                     {decode ? "context_tokens" : "prompt_tokens", r.probe.length},
