@@ -7,6 +7,7 @@
 #include "fmsim/compute/compute_model.hpp"
 #include "fmsim/inference/moe_backend.hpp"
 #include "fmsim/inference/serving_plan.hpp"
+#include "serving_test_support.hpp"
 #include "test_support.hpp"
 
 using namespace fmsim;
@@ -21,22 +22,8 @@ ServeScenario load(const std::string& topology, const std::string& model, const 
   return load_serve_scenario(test::write_temp(json, "serve.json"), {}, test::catalog());
 }
 
-BatchShape decode(int sequences, double context) {
-  BatchShape b;
-  b.decode_tokens = sequences;
-  b.decode_context_tokens = context * sequences;
-  b.sampled_rows = sequences;
-  return b;
-}
-
-BatchShape prefill(int tokens) {
-  BatchShape b;
-  b.prefill_tokens = tokens;
-  b.prefill_attention_pairs = static_cast<double>(tokens) * tokens / 2;
-  b.prefill_sequences = 1;
-  b.sampled_rows = 1;
-  return b;
-}
+BatchShape decode(int sequences, double context) { return test::decode_batch(sequences, context); }
+BatchShape prefill(int tokens) { return test::prefill_batch(tokens); }
 
 /// The GEMM part of one iteration of Qwen3-30B-A3B (48 MoE layers) on one GPU with a backend.
 double gemm_s(const std::string& topology, const std::string& backend, const BatchShape& batch, const std::string& precision = "fp8") {

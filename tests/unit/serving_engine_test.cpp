@@ -8,6 +8,7 @@
 #include "fmsim/common/error.hpp"
 #include "fmsim/inference/serving_constants.hpp"
 #include "fmsim/inference/serving_plan.hpp"
+#include "serving_test_support.hpp"
 #include "test_support.hpp"
 
 using namespace fmsim;
@@ -22,13 +23,7 @@ ServeScenario load(const std::string& serving, const std::string& arrival = R"("
   return load_serve_scenario(test::write_temp(json, "serve.json"), {}, test::catalog());
 }
 
-BatchShape decode(int sequences) {
-  BatchShape b;
-  b.decode_tokens = sequences;
-  b.decode_context_tokens = 1000.0 * sequences;
-  b.sampled_rows = sequences;
-  return b;
-}
+BatchShape decode(int sequences) { return test::decode_batch(sequences, 1000.0); }
 
 }  // namespace
 

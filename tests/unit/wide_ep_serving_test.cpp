@@ -13,6 +13,7 @@
 #include "fmsim/inference/serving_constants.hpp"
 #include "fmsim/inference/serving_plan.hpp"
 #include "fmsim/workload/moe_routing.hpp"
+#include "serving_test_support.hpp"
 #include "test_support.hpp"
 
 using namespace fmsim;
@@ -42,13 +43,7 @@ BatchShape decode(int sequences, double context);
 /// Both halves' collectives of a decode batch priced without overlap (each half alone, attention aside).
 double without_halves_communication(const ReplicaModel& model, int sequences);
 
-BatchShape decode(int sequences, double context) {
-  BatchShape b;
-  b.decode_tokens = sequences;
-  b.decode_context_tokens = context * sequences;
-  b.sampled_rows = sequences;
-  return b;
-}
+BatchShape decode(int sequences, double context) { return test::decode_batch(sequences, context); }
 
 double without_halves_communication(const ReplicaModel& model, int sequences) {
   return model.breakdown(decode((sequences + 1) / 2, 2000)).communication_s + model.breakdown(decode(sequences / 2, 2000)).communication_s;
