@@ -5,10 +5,11 @@
 
 namespace fmsim::inference {
 
-MoeBackendCosts moe_backend_costs(MoeBackend backend) {
+MoeBackendCosts moe_backend_costs(MoeBackend backend, bool fp4_weights) {
   switch (backend) {
     case MoeBackend::grouped_gemm: return {};
-    case MoeBackend::cutlass: return {kCutlassMoeFixed_s, kCutlassMoeWeightStreamFraction, kCutlassMoeGemmSlowdown};
+    case MoeBackend::cutlass:
+      return {kCutlassMoeFixed_s, fp4_weights ? kCutlassMoeWeightStreamFraction : kCutlassMoeWeightStreamFractionFp8, kCutlassMoeGemmSlowdown};
     case MoeBackend::trtllm_gen: return {kTrtllmGenMoeFixed_s, kTrtllmGenMoeWeightStreamFraction, kTrtllmGenMoeGemmSlowdown};
     case MoeBackend::triton: return {kTritonMoeFixed_s, kTritonMoeWeightStreamFraction, kTritonMoeGemmSlowdown};
   }

@@ -347,7 +347,7 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
     // dense tiles, and a floor at the rate they stream the active experts' weights. The GEMMs' parts are
     // at the model's in-step rate (FP4: compute::kFp4ModelGemmRate); a backend with a measured stream
     // floor streams at that floor instead, so its HBM term stays at the GEMM model's plain rate.
-    const MoeBackendCosts backend = moe_backend_costs(pool_.engine.moe_backend);
+    const MoeBackendCosts backend = moe_backend_costs(pool_.engine.moe_backend, math_ == compute::MathPrecision::fp4);
     const double rate = compute::model_gemm_rate(math_);
     const double memory_rate = backend.weight_stream_fraction > 0 ? 1.0 : rate;
     const double weight_bytes = active * expert_width * width * compute::operand_bytes(math_);

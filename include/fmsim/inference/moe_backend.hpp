@@ -44,6 +44,14 @@ struct MoeBackendCosts {
 /// weights at 0.39 of HBM bandwidth give 95, 343, 356 and 365 us at 1, 128, 256 and 384 tokens.
 inline constexpr double kCutlassMoeFixed_s = 80e-6;
 inline constexpr double kCutlassMoeWeightStreamFraction = 0.39;
+/// The same kernels with FP8 weights on Hopper stream far better: flashinfer pull request 5332 (H100 NVL,
+/// 3.9 TB/s; FP8 per-tensor, CUDA graphs; routing given, not timed): 72.5 us at one token and 326-355 us at
+/// 128-512 tokens of a 256-expert top-8 model (hidden 2048, intermediate 512: 805 MB of weights), 81.2 and
+/// 449-482 us for Nemotron's 128 experts (hidden 2688, intermediate 1856, ReLU^2: 1.28 GB): beyond the
+/// one-token latency, 0.76 and 0.84 of HBM bandwidth; 0.80. (The one-token latencies, 66 us beside 6-15 us
+/// of weights, agree with the fixed cost above less its routing.) NVFP4's scale factors and B200's 8 TB/s
+/// are what the 0.39 above pays for; FP8 and BF16 weights take 0.80.
+inline constexpr double kCutlassMoeWeightStreamFractionFp8 = 0.80;
 /// CUTLASS's fused MoE at prefill sizes (module latency less fmsim's permutation and activation passes and
 /// the fixed cost, over fmsim's grouped GEMMs of the same shapes): flashinfer pull request 5332 (H100 NVL,
 /// priced as H100 SXM; FP8 per-tensor, CUDA graphs): 719.9 and 1301.6 us at 4,096 and 8,192 tokens of a
@@ -75,7 +83,8 @@ inline constexpr double kTritonMoeWeightStreamFraction = 0.80;
 /// experts about 1.3x fmsim's grouped GEMM at 1,536 tokens, routing included.)
 inline constexpr double kTritonMoeGemmSlowdown = 1.5;
 
-MoeBackendCosts moe_backend_costs(MoeBackend backend);
+/// A backend's costs for the experts' weight precision (`fp4_weights`: NVFP4/MXFP4 experts).
+MoeBackendCosts moe_backend_costs(MoeBackend backend, bool fp4_weights = true);
 
 /// The scenario names, in the order of the enum ("grouped_gemm", "cutlass", "trtllm_gen", "triton").
 const std::vector<std::string>& moe_backend_names();
