@@ -344,12 +344,13 @@ double ReplicaModel::linear_costs(const workload::ModelSpec& m, int layers, int 
     const double rows = t * k / (experts * active_fraction) * imbalance;
     const double active = local * active_fraction;
     // The engine's MoE kernels (moe_backend.hpp): a fixed cost per block, their GEMMs' slowdown against
-    // dense tiles, and a floor at the rate they stream the active experts' weights. The GEMMs' parts are
-    // at the model's in-step rate (FP4: compute::kFp4ModelGemmRate); a backend with a measured stream
-    // floor streams at that floor instead, so its HBM term stays at the GEMM model's plain rate.
+    // dense tiles, and a floor at the rate they stream the active experts' weights. The tiles run at the
+    // model's in-step rate (FP4: compute::kFp4ModelGemmRate); the operands' HBM term at the GEMM model's
+    // plain rate, the backends' measured stream floors standing for how fast they really stream (so the
+    // ideal grouped_gemm never costs more than a measured backend).
     const MoeBackendCosts backend = moe_backend_costs(pool_.engine.moe_backend, math_ == compute::MathPrecision::fp4);
     const double rate = compute::model_gemm_rate(math_);
-    const double memory_rate = backend.weight_stream_fraction > 0 ? 1.0 : rate;
+    const double memory_rate = 1.0;
     const double weight_bytes = active * expert_width * width * compute::operand_bytes(math_);
     auto grouped = [&](double k_dim, double n_dim, double bytes) {
       const compute::GemmParts p = compute_.grouped_gemm_parts(active, {rows, n_dim, k_dim}, math_);

@@ -120,6 +120,12 @@ TEST_CASE("a decode iteration pays each backend's fixed cost once per MoE block,
 TEST_CASE("TRTLLM-Gen streams faster than CUTLASS and never costs more, at any batch on Blackwell; CUTLASS slows prefill") {
   for (const BatchShape& batch : {decode(1, 500), decode(64, 2000), decode(1024, 2000), prefill(8192)}) {
     CHECK(gemm_s("p6-b200-64node.json", "trtllm_gen", batch, "fp4") <= gemm_s("p6-b200-64node.json", "cutlass", batch, "fp4"));
+    // The ideal grouped GEMM never costs more than a measured backend, in FP4 and FP8 alike.
+    for (const char* precision : {"fp4", "fp8"}) {
+      for (const char* backend : {"trtllm_gen", "cutlass", "triton"}) {
+        CHECK(gemm_s("p6-b200-64node.json", "grouped_gemm", batch, precision) <= gemm_s("p6-b200-64node.json", backend, batch, precision));
+      }
+    }
   }
   // Large prefill is compute-bound: the CUTLASS GEMMs take their slowdown over the ideal ones, TRTLLM-Gen
   // less; the iteration's other GEMMs are the same.
