@@ -1,5 +1,6 @@
 // Serving metrics from per-request outcomes, and the JSON, text and timeline renderings.
 #include "fmsim/inference/serve_report.hpp"
+#include "fmsim/inference/moe_backend.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -354,6 +355,16 @@ std::string to_text(const ServingPlan& plan, const ServeSummary& s) {
                   to_string(pool.role).c_str(), pool.replicas, pool.tp, pool.pp, units::format_bytes(m.weight_bytes_per_gpu).c_str(),
                   units::format_bytes(m.kv_bytes_per_gpu).c_str(), m.kv_capacity_tokens);
     out += line;
+    if (scenario.model.is_moe()) {  // which MoE kernels price the experts (moe_backend.hpp)
+      const MoeBackendCosts c = moe_backend_costs(pool.engine.moe_backend, scenario.precision == WeightPrecision::fp4);
+      if (c.weight_stream_fraction > 0) {
+        std::snprintf(line, sizeof line, "           MoE kernels %s: %s fixed per MoE block, experts' weights at %.2f of HBM bandwidth, tiles %.2fx dense\n",
+                      to_string(pool.engine.moe_backend).c_str(), units::format_time(c.fixed_s).c_str(), c.weight_stream_fraction, c.gemm_slowdown);
+      } else {
+        std::snprintf(line, sizeof line, "           MoE kernels %s: grouped GEMMs at the dense GEMMs' efficiency\n", to_string(pool.engine.moe_backend).c_str());
+      }
+      out += line;
+    }
     if (m.mamba_cache_bytes_per_gpu > 0) {  // TensorRT-LLM: the Mamba states of max_num_seqs sequences, preallocated
       std::snprintf(line, sizeof line, "           Mamba state %s per sequence and GPU, %s preallocated for max_num_seqs = %d\n",
                     units::format_bytes(m.mamba_state_bytes_per_sequence_per_gpu).c_str(), units::format_bytes(m.mamba_cache_bytes_per_gpu).c_str(),

@@ -139,6 +139,11 @@ def moe_backend_defaults_follow_the_engine_and_slow_a_weight_bound_decode():
         pool = doc["pools"][0]
         assert pool["moe_backend"] == (backend or {"tensorrt_llm": "cutlass", "vllm": "triton"}[engine]), pool["moe_backend"]
         tpot[(engine, backend)] = doc["tpot_s"]["mean"]
+    # The summary names the kernels and their figures.
+    text = subprocess.run([FMSIM, "serve", scenario("moe-tensorrt_llm-None", dict(FP8, engine="tensorrt_llm", cuda_graph_batch_sizes=[],
+                                                                                  iteration_overhead="0s"), work, model="qwen3-30b-a3b")],
+                          capture_output=True, text=True)
+    assert text.returncode == 0 and "MoE kernels cutlass: 80 us fixed per MoE block, experts' weights at 0.80 of HBM" in text.stdout, text.stdout
     assert tpot[("tensorrt_llm", None)] - tpot[("tensorrt_llm", "grouped_gemm")] >= 48 * (80e-6 - 15e-6), tpot
     assert tpot[("vllm", None)] - tpot[("vllm", "grouped_gemm")] >= 48 * (31e-6 - 15e-6), tpot
 
