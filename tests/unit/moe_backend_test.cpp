@@ -3,6 +3,10 @@
 // published module latencies they come from; engine defaults; refusals.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "fmsim/common/error.hpp"
 #include "fmsim/compute/compute_model.hpp"
 #include "fmsim/inference/moe_backend.hpp"
@@ -183,4 +187,26 @@ TEST_CASE("under a backend's stream floor an expert-parallel imbalance costs not
   CHECK(expert_side(1.5, 256) == Approx(expert_side(1.0, 256)));
   // 32,768 prompt tokens: 1,024 rows per expert, the busiest rank's 1.5x rows take longer.
   CHECK(expert_side(1.5, 32768) > 1.2 * expert_side(1.0, 32768));
+}
+
+TEST_CASE("CUTLASS's prefill slowdown reproduces flashinfer's FP8 module latencies at 4,096 and 8,192 tokens (PR 5332)") {
+  // A 256-expert top-8 MoE with hidden 2048 and intermediate 512 (the PR's 'Qwen' shape), FP8 on one H100
+  // (the PR's H100 NVL priced as an SXM part). Its routing is given, not timed: the router GEMM is left out.
+  nlohmann::json hf = nlohmann::json::parse(std::ifstream(test::source_dir() / "configs" / "models" / "qwen3-30b-a3b.json"));
+  hf["moe_intermediate_size"] = 512;
+  hf["num_experts"] = 256;
+  const auto model_path = test::write_temp(hf.dump(), "qwen-shape.json");
+  const std::string json = R"({"cluster": {"base": ")" + (test::source_dir() / "topologies" / "p5-16node.json").string() +
+                           R"(", "nodes": 1}, "model": ")" + model_path.string() +
+                           R"(", "serving": {"engine": "tensorrt_llm", "precision": "fp8", "max_num_batched_tokens": 16384},
+                           "workload": {"arrival": "offline", "requests": 1, "input_tokens": 8, "output_tokens": 8}})";
+  const auto s = load_serve_scenario(test::write_temp(json, "serve.json"), {}, test::catalog());
+  const ServingPlan plan(s);
+  const compute::ComputeModel gpu(s.cluster.gpu);
+  for (const auto& [tokens, measured_s] : std::vector<std::pair<int, double>>{{4096, 719.9e-6}, {8192, 1301.6e-6}}) {
+    const double router = gpu.gemm_s({double(tokens), 256, 2048}, compute::MathPrecision::fp8);
+    const double module = plan.model(0).moe_split(tokens).expert_side_s - router;
+    INFO(tokens << " tokens: " << module * 1e6 << " us against " << measured_s * 1e6);
+    CHECK(module == Approx(measured_s).epsilon(0.1));
+  }
 }
