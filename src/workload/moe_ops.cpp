@@ -147,20 +147,72 @@ int reorder_by_expert(TraceWriter& w, int rank, const MoeShape& s, bool to_exper
   return w.memory(rank, name, 2 * s.routed_bytes * w.s.parallelism.etp, after_of(after));
 }
 
+/// The NVLink domains an EP communicator spans, and its ranks per domain.
+struct EpDomains {
+  int domains = 1;
+  int ranks_per_domain = 1;
+};
+
+EpDomains ep_domains(const TraceWriter& w, int ep_comm) {
+  const int domain_gpus = w.s.cluster.gpus_per_node * w.s.cluster.nvlink_domain_nodes;
+  std::set<int> domains;
+  const auto& ranks = w.trace.comms[ep_comm].ranks;
+  for (int r : ranks) domains.insert(w.trace.rank_gpu[r] / domain_gpus);
+  const int g = std::max<int>(1, static_cast<int>(domains.size()));
+  return {g, std::max<int>(1, static_cast<int>(ranks.size()) / g)};
+}
+
 /// Bytes the flex dispatcher sends per byte the alltoall dispatcher sends. DeepEP and HybridEP send a
 /// token once to each NVLink domain that holds one of its experts and fan it out there over NVLink, where
 /// the alltoall dispatcher sends one copy per expert: over g domains the share is g P(hit) / k. The
-/// all-to-all is priced whole at this share (it is bound by the cross-domain links).
+/// all-to-all is priced whole at this share (it is bound by the cross-domain links). Inside a single
+/// NVLink domain the fan-out is the whole all-to-all: one copy per destination GPU that holds one of the
+/// token's experts (DeepEP's `is_token_in_rank`; HybridEP's "multicast to all ranks within this node
+/// which need this token ... by issue each unicast separately", csrc/hybrid_ep/backend/
+/// hybrid_ep_backend.cuh), so the share is ep P(a GPU is hit) / k.
 double flex_send_share(const TraceWriter& w, int ep_comm) {
-  const auto& m = w.s.model;
-  const int domain_gpus = w.s.cluster.gpus_per_node * w.s.cluster.nvlink_domain_nodes;
-  std::set<int> domains;
-  for (int r : w.trace.comms[ep_comm].ranks) domains.insert(w.trace.rank_gpu[r] / domain_gpus);
-  return fmsim::workload::domain_send_share(m.moe, static_cast<int>(domains.size()));
+  const EpDomains d = ep_domains(w, ep_comm);
+  const int copies_over = d.domains >= 2 ? d.domains : static_cast<int>(w.trace.comms[ep_comm].ranks.size());
+  return fmsim::workload::domain_send_share(w.s.model.moe, copies_over);
 }
 
-double dispatch_bytes(const TraceWriter& w, const Communicators& c, const MoeShape& s) {
-  return flex(w) ? s.routed_bytes * flex_send_share(w, c.ep) : s.routed_bytes;
+/// HybridEP's forward dispatch sends with every (token, GPU) copy the token's routing probabilities for
+/// all experts of the destination domain, one FP32 row of NUM_OF_EXPERTS_PER_RANK x
+/// NUM_OF_RANKS_PER_NODE (DeepEP hybrid-ep branch, hybrid_ep_backend.cuh; `dispatch_with_permute`), and
+/// the dispatch's backward returns their gradients the same way (`combine_with_unpermute(...,
+/// probs=grad_probs)`). Per byte of the token's row (the expert width in BF16: Megatron-Core's HybridEP
+/// path dispatches BF16 only, fused_a2a.py) that is 4 E_local R / (width x 2). Nemotron 3 Super at EP64
+/// in one NVL72 rack: 512 x 4 B against a 1,024-wide latent row of 2 KiB, twice the bytes; DeepSeek-V3 at
+/// EP64: 7 %. DeepEP sends the top-k indices and weights only (k x 12 B, left out).
+double hybridep_probability_share(const TraceWriter& w, int ep_comm) {
+  if (!flex(w) || !w.s.training.moe_flex_hybridep) return 0.0;
+  const auto& m = w.s.model;
+  const double local_experts = static_cast<double>(m.moe.experts) / w.s.parallelism.ep;
+  const double row_bytes = expert_width(m) * w.act_bytes;
+  return row_bytes > 0 ? 4.0 * local_experts * ep_domains(w, ep_comm).ranks_per_domain / row_bytes : 0.0;
+}
+
+/// HybridEP's dispatch and combine through Megatron-Core's Torch API inside one NVLink domain reach 0.72
+/// of the bandwidth of NCCL's all-to-all of the same bytes on the same GPUs: DeepEP hybrid-ep branch,
+/// docs/README_Hybrid-EP.md, GB200 MNNVL, 4,096 tokens of hidden 7,168 in BF16, top-8 of 8 experts per
+/// rank, 32 SMs (Megatron-Bridge's performance scripts set 32): dispatch / combine 546/569, 523/522,
+/// 507/484, 484/465, 479/448 GB/s at 8, 16, 24, 32 and 36 ranks, against 747, 704, 690, 683 and 681 GB/s
+/// for fmsim's NCCL all-to-all of the received bytes (319-431 MB) on those GPUs: 0.66-0.76, mean 0.72;
+/// DGX B200, 8 ranks, 16 SMs: 536/531 against 747, 0.71. The kernels alone reach 0.97-1.0 (642-764 GB/s);
+/// the Torch API adds the routing map's all-gather and its scan, and the copies into and out of the
+/// registered buffers, on every call. Across NVLink domains HybridEP runs at the network's line rate
+/// (37-58 GB/s per H100 over 400 Gb/s InfiniBand in the same tables), where NCCL's bound already applies.
+constexpr double kHybridEpNvlinkShareOfNccl = 0.72;
+
+/// The all-to-all's bytes; `with_probabilities` for HybridEP's forward dispatch and its backward. Inside
+/// one NVLink domain HybridEP's bytes are scaled by 1 / kHybridEpNvlinkShareOfNccl so that NCCL's
+/// all-to-all model prices them at HybridEP's measured bandwidth.
+double dispatch_bytes(const TraceWriter& w, const Communicators& c, const MoeShape& s, bool with_probabilities = false) {
+  if (!flex(w)) return s.routed_bytes;
+  double bytes = s.routed_bytes * flex_send_share(w, c.ep);
+  if (with_probabilities) bytes *= 1.0 + hybridep_probability_share(w, c.ep);
+  if (w.s.training.moe_flex_hybridep && ep_domains(w, c.ep).domains < 2) bytes /= kHybridEpNvlinkShareOfNccl;
+  return bytes;
 }
 
 }  // namespace
@@ -190,7 +242,7 @@ int moe_a2a_to_experts(TraceWriter& w, int rank, const Communicators& c, bool ba
   const bool sync_before = !backward && syncs_host(w) && !flex(w);
   if (sync_before) host_sync(w, rank, after);
   const int host = host_issue(w, rank, 0, MoeStep::dispatch, backward, backward ? "host.moe.combine.bwd" : "host.moe.dispatch");
-  int node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s),
+  int node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s, !backward),
                           backward ? "moe.combine.bwd" : "moe.dispatch", after_of(after));
   if (etp > 1) {
     node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::all_gather, s.routed_bytes * etp, "moe.etp_ag", after_of(node));
@@ -274,7 +326,7 @@ int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool 
   if (etp > 1) {
     node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::reduce_scatter, s.routed_bytes * etp, "moe.etp_rs", after_of(node));
   }
-  node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s),
+  node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s, backward),
                       backward ? "moe.dispatch.bwd" : "moe.combine", after_of(node));
   gated_by_host(w, node, host);
   return node;

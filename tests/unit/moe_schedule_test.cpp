@@ -1,6 +1,7 @@
 // Megatron-Core's EP all-to-all overlap (overlap_moe_expert_parallel_comm): the pipeline order gains a
 // warm-up forward, and each steady-state step issues a forward and a backward layer together so that
 // every all-to-all sits beside the other pass's compute (MLM schedule_layer_1f1b). No simulation here.
+#include <map>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -156,8 +157,12 @@ TEST_CASE("the flex dispatcher sends a token once per NVLink domain and fuses th
   for (int i = 0; i < 8; ++i) missed *= (64.0 - i) / (128.0 - i);
   const Trace alltoall = trace_with("alltoall", 2, 16), flex = trace_with("flex", 2, 16);
   CHECK(dispatch_bytes(flex) == Approx(dispatch_bytes(alltoall) * 2 * (1 - missed) / 8).epsilon(1e-6));
-  // Inside one NVLink domain there is nothing to deduplicate.
-  CHECK(dispatch_bytes(trace_with("flex", 1, 8)) == Approx(dispatch_bytes(trace_with("alltoall", 1, 8))));
+  // Inside one NVLink domain the kernels send a token once to each GPU holding one of its experts (16
+  // experts per GPU at EP8): 8 x P(a GPU is hit) / 8 of the alltoall dispatcher's per-expert copies.
+  double gpu_missed = 1.0;
+  for (int i = 0; i < 8; ++i) gpu_missed *= (112.0 - i) / (128.0 - i);
+  CHECK(dispatch_bytes(trace_with("flex", 1, 8)) ==
+        Approx(dispatch_bytes(trace_with("alltoall", 1, 8)) * (1 - gpu_missed)).epsilon(1e-6));
   // Permutations: flex permutes once after the dispatch and once before the combine (no permutation
   // before the dispatch, no unpermutation after the combine, no chunk sort): two passes per direction
   // against the alltoall dispatcher's four.
@@ -175,6 +180,38 @@ TEST_CASE("the flex dispatcher sends a token once per NVLink domain and fuses th
   for (std::size_t i = 0; i + 1 < compute.size(); ++i) {
     if (compute[i] == "moe.permute") CHECK(compute[i + 1] == "moe.fc1");
   }
+}
+
+TEST_CASE("HybridEP sends the routing probabilities with each token and runs below NCCL inside a domain", "[workload]") {
+  // Qwen3-30B-A3B (128 experts, top-8, hidden 2048) on p5 nodes. HybridEP's forward dispatch and the
+  // dispatch's backward carry an FP32 row of the destination domain's experts with every (token, GPU) copy:
+  // 128 / EP x 8 GPUs per domain x 4 B per 2048 x 2 B of token. Inside one domain its Torch-API kernels run
+  // at 0.72 of NCCL's all-to-all bandwidth (DeepEP hybrid-ep README), priced as 1 / 0.72 of the bytes.
+  auto bytes_of = [](const std::string& backend, int nodes, int ep) {
+    nlohmann::json doc = {
+        {"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", nodes}}},
+        {"model", {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 2}}},
+        {"parallelism", {{"expert_model_parallel_size", ep}, {"global_batch_size", 8 * nodes}}},
+        {"training", {{"seq_length", 2048}, {"moe_token_dispatcher_type", "flex"}, {"moe_flex_dispatcher_backend", backend}}}};
+    Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+    std::vector<int> rank_gpu(8 * nodes);
+    for (int i = 0; i < 8 * nodes; ++i) rank_gpu[i] = i;
+    std::map<std::string, double> out;
+    for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
+      if (n.rank == 0 && n.comm_bytes > 0 && n.name.rfind("moe.", 0) == 0 && !out.count(n.name)) out[n.name] = n.comm_bytes;
+    }
+    return out;
+  };
+  const auto deepep = bytes_of("deepep", 1, 8), hybridep = bytes_of("hybridep", 1, 8);
+  const double probabilities = 1.0 + 4.0 * (128 / 8) * 8 / (2048.0 * 2);  // 1.125
+  CHECK(hybridep.at("moe.dispatch") == Approx(deepep.at("moe.dispatch") * probabilities / 0.72).epsilon(1e-6));
+  CHECK(hybridep.at("moe.dispatch.bwd") == Approx(deepep.at("moe.dispatch.bwd") * probabilities / 0.72).epsilon(1e-6));
+  CHECK(hybridep.at("moe.combine") == Approx(deepep.at("moe.combine") / 0.72).epsilon(1e-6));
+  CHECK(hybridep.at("moe.combine.bwd") == Approx(deepep.at("moe.combine.bwd") / 0.72).epsilon(1e-6));
+  // Across two domains the network binds: the probability rows (8 experts per GPU at EP16) and no share.
+  const auto deepep2 = bytes_of("deepep", 2, 16), hybridep2 = bytes_of("hybridep", 2, 16);
+  CHECK(hybridep2.at("moe.dispatch") == Approx(deepep2.at("moe.dispatch") * (1.0 + 4.0 * 8 * 8 / 4096)).epsilon(1e-6));
+  CHECK(hybridep2.at("moe.combine") == Approx(deepep2.at("moe.combine")).epsilon(1e-6));
 }
 
 TEST_CASE("group-limited routing lowers the flex dispatcher's cross-domain copies", "[workload]") {
