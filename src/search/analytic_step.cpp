@@ -122,7 +122,7 @@ const AnalyticModel::LayerTime& AnalyticModel::layer_time(const workload::Scenar
       duration[n.id] = training::compute_node_s(n, gpu);
     } else if (n.type == NodeType::coll) {
       std::vector<int> gpus = trace.comms[n.comm].ranks;  // packed placement: rank = GPU
-      duration[n.id] = collective_s(gpus, static_cast<int>(n.op), n.comm_bytes);
+      duration[n.id] = collective_s(gpus, static_cast<int>(n.op), n.comm_bytes / n.comm_bandwidth_share);
     }
     end[n.id] = begin + duration[n.id];
   }

@@ -115,7 +115,7 @@ const collectives::CollectiveCost& NetworkModel::cost(const workload::Communicat
 
 NetworkModel::RailTraffic NetworkModel::fill_collective(engine::SimTask& task, const workload::Communicator& comm, const workload::TraceNode& node,
                                    bool joint) {
-  const auto& c = cost(comm, node.op, node.comm_bytes);
+  const auto& c = cost(comm, node.op, node.comm_bytes / node.comm_bandwidth_share);
   task.delay_s = c.fixed_s;
   task.overlap_delay_s = c.nvlink_s;
   if (c.net_bytes_per_gpu <= 0) return {};

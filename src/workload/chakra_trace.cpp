@@ -369,6 +369,7 @@ json read_chakra_trace(const std::string& path) {
           const double size = comm_type == pb::BARRIER ? 4.0 : a.number("fmsim_comm_size", a.number("comm_size", -1));
           if (size < 0) throw InputError(where + ": comm_size missing (or negative)");
           j["comm_size"] = size;
+          if (a.has("fmsim_comm_bandwidth_share")) j["comm_bandwidth_share"] = a.number("fmsim_comm_bandwidth_share", 1.0);
           const std::string pg = a.text("pg_name", "");
           j["comm_group"] = r.communicator_for(pg, where);
           j["category"] = a.text("fmsim_category", "dp_comm");
@@ -516,6 +517,9 @@ std::vector<std::pair<std::string, std::string>> chakra_files(const Trace& trace
         attr(node, "comm_type", [&](auto& a) { a.set_int64_val(kCommTypeOf.at(j["comm_type"].get<std::string>())); });
         attr(node, "comm_size", [&](auto& a) { a.set_int64_val(std::llround(n->comm_bytes)); });
         if (!integral(n->comm_bytes)) attr(node, "fmsim_comm_size", [&](auto& a) { a.set_double_val(n->comm_bytes); });
+        if (n->comm_bandwidth_share != 1.0) {
+          attr(node, "fmsim_comm_bandwidth_share", [&](auto& a) { a.set_double_val(n->comm_bandwidth_share); });
+        }
         attr(node, "pg_name", [&](auto& a) { a.set_string_val(std::to_string(n->comm)); });
       } else {
         const bool send = n->type == NodeType::send;

@@ -4,6 +4,7 @@
 // The flex dispatcher (DeepEP, HybridEP) sends the unpermuted tokens, permutes them by expert after the
 // dispatch and back before the combine, and sums each token's expert outputs inside the combine.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "fmsim/workload/moe_routing.hpp"
@@ -155,11 +156,12 @@ struct EpDomains {
 
 EpDomains ep_domains(const TraceWriter& w, int ep_comm) {
   const int domain_gpus = w.s.cluster.gpus_per_node * w.s.cluster.nvlink_domain_nodes;
-  std::set<int> domains;
-  const auto& ranks = w.trace.comms[ep_comm].ranks;
-  for (int r : ranks) domains.insert(w.trace.rank_gpu[r] / domain_gpus);
-  const int g = std::max<int>(1, static_cast<int>(domains.size()));
-  return {g, std::max<int>(1, static_cast<int>(ranks.size()) / g)};
+  std::map<int, int> per_domain;
+  for (int r : w.trace.comms[ep_comm].ranks) ++per_domain[w.trace.rank_gpu[r] / domain_gpus];
+  int most = 1;
+  for (const auto& [domain, count] : per_domain) most = std::max(most, count);
+  // HybridEP sizes its buffers for NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN (the largest group here).
+  return {std::max<int>(1, static_cast<int>(per_domain.size())), most};
 }
 
 /// Bytes the flex dispatcher sends per byte the alltoall dispatcher sends. DeepEP and HybridEP send a
@@ -183,7 +185,8 @@ double flex_send_share(const TraceWriter& w, int ep_comm) {
 /// probs=grad_probs)`). Per byte of the token's row (the expert width in BF16: Megatron-Core's HybridEP
 /// path dispatches BF16 only, fused_a2a.py) that is 4 E_local R / (width x 2). Nemotron 3 Super at EP64
 /// in one NVL72 rack: 512 x 4 B against a 1,024-wide latent row of 2 KiB, twice the bytes; DeepSeek-V3 at
-/// EP64: 7 %. DeepEP sends the top-k indices and weights only (k x 12 B, left out).
+/// EP64 in one NVL72 rack: 7 % (on 8-GPU nodes 0.9 %). DeepEP sends the top-k indices and weights only
+/// (k x 12 B, left out).
 double hybridep_probability_share(const TraceWriter& w, int ep_comm) {
   if (!flex(w) || !w.s.training.moe_flex_hybridep) return 0.0;
   const auto& m = w.s.model;
@@ -192,27 +195,34 @@ double hybridep_probability_share(const TraceWriter& w, int ep_comm) {
   return row_bytes > 0 ? 4.0 * local_experts * ep_domains(w, ep_comm).ranks_per_domain / row_bytes : 0.0;
 }
 
-/// HybridEP's dispatch and combine through Megatron-Core's Torch API inside one NVLink domain reach 0.72
-/// of the bandwidth of NCCL's all-to-all of the same bytes on the same GPUs: DeepEP hybrid-ep branch,
-/// docs/README_Hybrid-EP.md, GB200 MNNVL, 4,096 tokens of hidden 7,168 in BF16, top-8 of 8 experts per
-/// rank, 32 SMs (Megatron-Bridge's performance scripts set 32): dispatch / combine 546/569, 523/522,
-/// 507/484, 484/465, 479/448 GB/s at 8, 16, 24, 32 and 36 ranks, against 747, 704, 690, 683 and 681 GB/s
-/// for fmsim's NCCL all-to-all of the received bytes (319-431 MB) on those GPUs: 0.66-0.76, mean 0.72;
-/// DGX B200, 8 ranks, 16 SMs: 536/531 against 747, 0.71. The kernels alone reach 0.97-1.0 (642-764 GB/s);
-/// the Torch API adds the routing map's all-gather and its scan, and the copies into and out of the
-/// registered buffers, on every call. Across NVLink domains HybridEP runs at the network's line rate
-/// (37-58 GB/s per H100 over 400 Gb/s InfiniBand in the same tables), where NCCL's bound already applies.
-constexpr double kHybridEpNvlinkShareOfNccl = 0.72;
+/// The flex dispatcher's kernels through Megatron-Core's Torch API inside one NVLink domain reach 0.73 of the
+/// bandwidth of NCCL's all-to-all of the same bytes on the same GPUs (TraceNode::comm_bandwidth_share). DeepEP
+/// hybrid-ep branch, docs/README_Hybrid-EP.md, GB200 MNNVL, 4,096 tokens of hidden 7,168 in BF16, top-8 of 8
+/// experts per rank, 32 SMs (Megatron-Bridge's performance scripts set 32): HybridEP dispatch / combine
+/// 546/569, 523/522, 507/484, 484/465, 479/448 GB/s at 8, 16, 24, 32 and 36 ranks, against 747, 704, 690,
+/// 683 and 681 GB/s for fmsim's NCCL all-to-all of the received 319-431 MB on those GPUs; the dispatch
+/// figures count the token bytes only, so with its probability rows (4 x 8 x ranks B per 14,336 B copy,
+/// 2-8 %) added: 0.74-0.77 dispatch, 0.66-0.76 combine, mean 0.73 (DGX B200, 8 ranks, 16 SMs: 536/531
+/// against 747, 0.72). The same README's Torch-API table for DeepEP on GB200 (32 SMs) is no faster (616/520,
+/// 521/443, 503/207 GB/s at 8, 16, 24 ranks), so both backends take the share. The kernels alone reach
+/// 0.97-1.0 (642-764 GB/s): the Torch API adds the routing map's all-gather, its scan and the copies into and
+/// out of the registered buffers on every call. The share is against fmsim's NCCL model (validated within
+/// 5 % on NVLink 5, docs/validation.md), not a measured NCCL run beside it. Across NVLink domains the
+/// kernels run at the network's line rate (HybridEP: 37-58 GB/s per H100 over 400 Gb/s InfiniBand in the
+/// same tables), where NCCL's bound already applies: share 1.
+constexpr double kFlexNvlinkShareOfNccl = 0.73;
 
-/// The all-to-all's bytes; `with_probabilities` for HybridEP's forward dispatch and its backward. Inside
-/// one NVLink domain HybridEP's bytes are scaled by 1 / kHybridEpNvlinkShareOfNccl so that NCCL's
-/// all-to-all model prices them at HybridEP's measured bandwidth.
+/// The all-to-all's bytes; `with_probabilities` for HybridEP's forward dispatch and its backward.
 double dispatch_bytes(const TraceWriter& w, const Communicators& c, const MoeShape& s, bool with_probabilities = false) {
   if (!flex(w)) return s.routed_bytes;
-  double bytes = s.routed_bytes * flex_send_share(w, c.ep);
-  if (with_probabilities) bytes *= 1.0 + hybridep_probability_share(w, c.ep);
-  if (w.s.training.moe_flex_hybridep && ep_domains(w, c.ep).domains < 2) bytes /= kHybridEpNvlinkShareOfNccl;
-  return bytes;
+  const double bytes = s.routed_bytes * flex_send_share(w, c.ep);
+  return with_probabilities ? bytes * (1.0 + hybridep_probability_share(w, c.ep)) : bytes;
+}
+
+/// TraceNode::comm_bandwidth_share of the flex dispatcher's all-to-alls (kFlexNvlinkShareOfNccl inside one
+/// NVLink domain), 1 for the alltoall dispatcher (NCCL).
+double dispatch_bandwidth_share(const TraceWriter& w, const Communicators& c) {
+  return flex(w) && ep_domains(w, c.ep).domains < 2 ? kFlexNvlinkShareOfNccl : 1.0;
 }
 
 }  // namespace
@@ -243,7 +253,7 @@ int moe_a2a_to_experts(TraceWriter& w, int rank, const Communicators& c, bool ba
   if (sync_before) host_sync(w, rank, after);
   const int host = host_issue(w, rank, 0, MoeStep::dispatch, backward, backward ? "host.moe.combine.bwd" : "host.moe.dispatch");
   int node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s, !backward),
-                          backward ? "moe.combine.bwd" : "moe.dispatch", after_of(after));
+                          backward ? "moe.combine.bwd" : "moe.dispatch", after_of(after), dispatch_bandwidth_share(w, c));
   if (etp > 1) {
     node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::all_gather, s.routed_bytes * etp, "moe.etp_ag", after_of(node));
   }
@@ -327,7 +337,7 @@ int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool 
     node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::reduce_scatter, s.routed_bytes * etp, "moe.etp_rs", after_of(node));
   }
   node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s, backward),
-                      backward ? "moe.dispatch.bwd" : "moe.combine", after_of(node));
+                      backward ? "moe.dispatch.bwd" : "moe.combine", after_of(node), dispatch_bandwidth_share(w, c));
   gated_by_host(w, node, host);
   return node;
 }

@@ -167,7 +167,8 @@ TrainingOptions read_training(ObjectReader& r) {
   }
   t.moe_dispatcher = r.choice_or("moe_token_dispatcher_type", {"alltoall", "flex"}, "alltoall") == "flex" ? MoeDispatcher::flex
                                                                                                        : MoeDispatcher::alltoall;
-  // DeepEP and HybridEP move the same bytes (docs/model.md); they differ in the SMs their kernels hold,
+  // DeepEP and HybridEP move the same token copies; HybridEP adds its probability rows (moe_ops.cpp,
+  // docs/model.md). They also differ in the SMs their kernels hold,
   // Megatron-Core's moe_deepep_num_sms (default 20) and moe_hybridep_num_sms (default 16).
   std::string backend = "deepep";
   if (r.has("moe_flex_dispatcher_backend")) {

@@ -46,8 +46,9 @@ class TraceWriter {
   int add(TraceNode node);
   TraceNode compute(int rank, const std::string& name, Kernel kernel, Category category = Category::compute) const;
   /// A collective node (skipped, returning `after`, when the communicator has one rank).
+  /// `bandwidth_share`: TraceNode::comm_bandwidth_share (kernels slower than NCCL's for the same bytes).
   int collective(int rank, int comm, const std::string& stream, Category category, collectives::Op op, double bytes,
-                 const std::string& name, std::vector<int> deps);
+                 const std::string& name, std::vector<int> deps, double bandwidth_share = 1.0);
   /// `repeat` GEMMs of m x n x k; `weights` of them distinct (a MoE layer's experts: all; the row chunks
   /// of a TP-overlapped GEMM share one), what a weight cast quantizes; 0 = `repeat`.
   int gemm(int rank, const std::string& name, double m, double n, double k, bool fp8, std::vector<int> deps,

@@ -146,6 +146,7 @@ json trace_to_json(const Trace& trace) {
       j["comm_type"] = kCommTypes.at(n.op);
       j["comm_group"] = n.comm;
       j["comm_size"] = n.comm_bytes;
+      if (n.comm_bandwidth_share != 1.0) j["comm_bandwidth_share"] = n.comm_bandwidth_share;
     } else {
       j[n.type == NodeType::send ? "comm_dst" : "comm_src"] = n.peer;
       j["comm_tag"] = n.tag;
@@ -255,6 +256,12 @@ Trace trace_from_json(const json& doc, const std::string& file) {
         r.fail(where + "/comm_group", std::to_string(n.comm) + ": no such communicator (the trace has " + std::to_string(t.comms.size()) + ")");
       }
       n.comm_bytes = r.number(r.at(j, "comm_size", where), where + "/comm_size", kMaxBytes);
+      if (j.contains("comm_bandwidth_share")) {
+        n.comm_bandwidth_share = r.number(j["comm_bandwidth_share"], where + "/comm_bandwidth_share", 1.0);
+        if (n.comm_bandwidth_share <= 0) {
+          r.fail(where + "/comm_bandwidth_share", config::render_value(j["comm_bandwidth_share"]) + ": expected a share in (0, 1]");
+        }
+      }
     } else {
       const char* peer_key = n.type == NodeType::send ? "comm_dst" : "comm_src";
       n.peer = r.integer(r.at(j, peer_key, where), where + "/" + peer_key, 0, t.world - 1, "a rank of the world of " + std::to_string(t.world));

@@ -48,7 +48,7 @@ TraceNode TraceWriter::compute(int rank, const std::string& name, Kernel kernel,
 }
 
 int TraceWriter::collective(int rank, int comm_id, const std::string& stream, Category category, collectives::Op op,
-                            double bytes, const std::string& name, std::vector<int> deps) {
+                            double bytes, const std::string& name, std::vector<int> deps, double bandwidth_share) {
   if (comm_id < 0 || trace.comms[comm_id].ranks.size() < 2 || bytes <= 0) {
     if (deps.size() == 1) return deps.front();
     return memory(rank, name + ".join", 0, std::move(deps));
@@ -58,6 +58,7 @@ int TraceWriter::collective(int rank, int comm_id, const std::string& stream, Ca
   node.op = op;
   node.comm = comm_id;
   node.comm_bytes = std::floor(bytes);
+  node.comm_bandwidth_share = bandwidth_share;
   node.deps = std::move(deps);
   return add(std::move(node));
 }

@@ -10,6 +10,8 @@
 #include "fmsim/compute/compute_model.hpp"
 #include "fmsim/workload/pipeline_schedule.hpp"
 #include "fmsim/workload/trace_builder.hpp"
+#include "fmsim/topology/placement.hpp"
+#include "fmsim/training/step_simulation.hpp"
 #include "test_support.hpp"
 
 using namespace fmsim;
@@ -182,12 +184,16 @@ TEST_CASE("the flex dispatcher sends a token once per NVLink domain and fuses th
   }
 }
 
-TEST_CASE("HybridEP sends the routing probabilities with each token and runs below NCCL inside a domain", "[workload]") {
+TEST_CASE("HybridEP sends the routing probabilities with each token; flex kernels run below NCCL inside a domain", "[workload]") {
   // Qwen3-30B-A3B (128 experts, top-8, hidden 2048) on p5 nodes. HybridEP's forward dispatch and the
   // dispatch's backward carry an FP32 row of the destination domain's experts with every (token, GPU) copy:
-  // 128 / EP x 8 GPUs per domain x 4 B per 2048 x 2 B of token. Inside one domain its Torch-API kernels run
-  // at 0.72 of NCCL's all-to-all bandwidth (DeepEP hybrid-ep README), priced as 1 / 0.72 of the bytes.
-  auto bytes_of = [](const std::string& backend, int nodes, int ep) {
+  // 128 / EP x 8 GPUs per domain x 4 B per 2048 x 2 B of token. Inside one domain both flex backends run at
+  // 0.73 of NCCL's all-to-all bandwidth (DeepEP hybrid-ep README's Torch-API tables): the node keeps its real
+  // bytes and carries the share, which the cost models divide by.
+  struct Coll {
+    double bytes, share;
+  };
+  auto nodes_of = [](const std::string& backend, int nodes, int ep) {
     nlohmann::json doc = {
         {"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", nodes}}},
         {"model", {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 2}}},
@@ -196,22 +202,62 @@ TEST_CASE("HybridEP sends the routing probabilities with each token and runs bel
     Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
     std::vector<int> rank_gpu(8 * nodes);
     for (int i = 0; i < 8 * nodes; ++i) rank_gpu[i] = i;
-    std::map<std::string, double> out;
+    std::map<std::string, Coll> out;
     for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
-      if (n.rank == 0 && n.comm_bytes > 0 && n.name.rfind("moe.", 0) == 0 && !out.count(n.name)) out[n.name] = n.comm_bytes;
+      if (n.rank == 0 && n.comm_bytes > 0 && n.name.rfind("moe.", 0) == 0 && !out.count(n.name)) out[n.name] = {n.comm_bytes, n.comm_bandwidth_share};
     }
     return out;
   };
-  const auto deepep = bytes_of("deepep", 1, 8), hybridep = bytes_of("hybridep", 1, 8);
+  const auto deepep = nodes_of("deepep", 1, 8), hybridep = nodes_of("hybridep", 1, 8);
   const double probabilities = 1.0 + 4.0 * (128 / 8) * 8 / (2048.0 * 2);  // 1.125
-  CHECK(hybridep.at("moe.dispatch") == Approx(deepep.at("moe.dispatch") * probabilities / 0.72).epsilon(1e-6));
-  CHECK(hybridep.at("moe.dispatch.bwd") == Approx(deepep.at("moe.dispatch.bwd") * probabilities / 0.72).epsilon(1e-6));
-  CHECK(hybridep.at("moe.combine") == Approx(deepep.at("moe.combine") / 0.72).epsilon(1e-6));
-  CHECK(hybridep.at("moe.combine.bwd") == Approx(deepep.at("moe.combine.bwd") / 0.72).epsilon(1e-6));
-  // Across two domains the network binds: the probability rows (8 experts per GPU at EP16) and no share.
-  const auto deepep2 = bytes_of("deepep", 2, 16), hybridep2 = bytes_of("hybridep", 2, 16);
-  CHECK(hybridep2.at("moe.dispatch") == Approx(deepep2.at("moe.dispatch") * (1.0 + 4.0 * 8 * 8 / 4096)).epsilon(1e-6));
-  CHECK(hybridep2.at("moe.combine") == Approx(deepep2.at("moe.combine")).epsilon(1e-6));
+  CHECK(hybridep.at("moe.dispatch").bytes == Approx(deepep.at("moe.dispatch").bytes * probabilities).epsilon(1e-6));
+  CHECK(hybridep.at("moe.dispatch.bwd").bytes == Approx(deepep.at("moe.dispatch.bwd").bytes * probabilities).epsilon(1e-6));
+  CHECK(hybridep.at("moe.combine").bytes == Approx(deepep.at("moe.combine").bytes).epsilon(1e-6));
+  CHECK(hybridep.at("moe.combine.bwd").bytes == Approx(deepep.at("moe.combine.bwd").bytes).epsilon(1e-6));
+  for (const auto* nodes : {&deepep, &hybridep}) {
+    for (const char* name : {"moe.dispatch", "moe.combine", "moe.dispatch.bwd", "moe.combine.bwd"}) {
+      INFO(name);
+      CHECK(nodes->at(name).share == Approx(0.73));
+    }
+  }
+  // Across two domains the network binds: the probability rows (8 experts per GPU at EP16), NCCL's bandwidth.
+  const auto deepep2 = nodes_of("deepep", 2, 16), hybridep2 = nodes_of("hybridep", 2, 16);
+  CHECK(hybridep2.at("moe.dispatch").bytes == Approx(deepep2.at("moe.dispatch").bytes * (1.0 + 4.0 * 8 * 8 / 4096)).epsilon(1e-6));
+  CHECK(hybridep2.at("moe.dispatch.bwd").bytes == Approx(deepep2.at("moe.dispatch.bwd").bytes * (1.0 + 4.0 * 8 * 8 / 4096)).epsilon(1e-6));
+  CHECK(hybridep2.at("moe.combine").bytes == Approx(deepep2.at("moe.combine").bytes).epsilon(1e-6));
+  CHECK(hybridep2.at("moe.combine.bwd").bytes == Approx(deepep2.at("moe.combine.bwd").bytes).epsilon(1e-6));
+  CHECK(hybridep2.at("moe.dispatch").share == 1.0);
+  CHECK(deepep2.at("moe.combine").share == 1.0);
+}
+
+TEST_CASE("a collective's bandwidth share prices its bytes at that share of NCCL's bandwidth", "[workload]") {
+  // The flex dispatcher's all-to-alls inside one node carry share 0.73: the replayed step is slower than the
+  // same trace at share 1, the exposed EP time grows, and the share survives the JSON trace format.
+  nlohmann::json doc = {
+      {"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 1}}},
+      {"model", {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 2}}},
+      {"parallelism", {{"expert_model_parallel_size", 8}, {"global_batch_size", 8}}},
+      {"training", {{"seq_length", 4096}, {"moe_token_dispatcher_type", "flex"}, {"moe_flex_dispatcher_backend", "hybridep"}}}};
+  Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+  auto cluster = topology::build_cluster_graph(s.cluster);
+  auto rank_gpu = topology::place_ranks(cluster, s.parallelism.world(), s.placement, s.seed);
+  Trace shared = build_trace(s, rank_gpu, false);
+  Trace full = shared;
+  int flex_nodes = 0;
+  for (auto& n : full.nodes) {
+    if (n.comm_bandwidth_share != 1.0) {
+      CHECK(n.comm_bandwidth_share == Approx(0.73));
+      ++flex_nodes;
+      n.comm_bandwidth_share = 1.0;
+    }
+  }
+  CHECK(flex_nodes > 0);
+  const auto slow = training::simulate_step(shared, cluster), fast = training::simulate_step(full, cluster);
+  CHECK(slow.step_time_s > fast.step_time_s);
+  const Trace back = trace_from_json(trace_to_json(shared), "t.json");
+  REQUIRE(back.nodes.size() == shared.nodes.size());
+  for (std::size_t i = 0; i < back.nodes.size(); ++i) CHECK(back.nodes[i].comm_bandwidth_share == shared.nodes[i].comm_bandwidth_share);
+  CHECK(training::simulate_step(back, cluster).step_time_s == Approx(slow.step_time_s));
 }
 
 TEST_CASE("group-limited routing lowers the flex dispatcher's cross-domain copies", "[workload]") {

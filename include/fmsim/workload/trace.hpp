@@ -48,6 +48,10 @@ struct TraceNode {
   collectives::Op op = collectives::Op::all_reduce;
   int comm = -1;                ///< communicator id (collectives)
   double comm_bytes = 0;        ///< collective size as nccl-tests counts it, or the message size
+  /// Share of NCCL's bandwidth for these bytes that the collective's kernels reach (1: NCCL itself). The
+  /// flex MoE dispatcher's kernels through Megatron-Core's Torch API inside one NVLink domain: 0.73
+  /// (workload/moe_ops.cpp). The cost models price comm_bytes / share; comm_bytes stays the real size.
+  double comm_bandwidth_share = 1.0;
   int peer = -1;                ///< send/recv: the other rank
   int tag = 0;                  ///< send/recv matching
   std::vector<int> deps;        ///< node ids that must finish first
