@@ -5,7 +5,6 @@
 // dispatch and back before the combine, and sums each token's expert outputs inside the combine.
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "fmsim/workload/moe_routing.hpp"
 #include "moe_host_internal.hpp"
@@ -172,8 +171,7 @@ EpDomains ep_domains(const TraceWriter& w, int ep_comm) {
 /// token's experts (DeepEP's `is_token_in_rank`; HybridEP's "multicast to all ranks within this node
 /// which need this token ... by issue each unicast separately", csrc/hybrid_ep/backend/
 /// hybrid_ep_backend.cuh), so the share is ep P(a GPU is hit) / k.
-double flex_send_share(const TraceWriter& w, int ep_comm) {
-  const EpDomains d = ep_domains(w, ep_comm);
+double flex_send_share(const TraceWriter& w, int ep_comm, const EpDomains& d) {
   const int copies_over = d.domains >= 2 ? d.domains : static_cast<int>(w.trace.comms[ep_comm].ranks.size());
   return fmsim::workload::domain_send_share(w.s.model.moe, copies_over);
 }
@@ -187,12 +185,12 @@ double flex_send_share(const TraceWriter& w, int ep_comm) {
 /// in one NVL72 rack: 512 x 4 B against a 1,024-wide latent row of 2 KiB, twice the bytes; DeepSeek-V3 at
 /// EP64 in one NVL72 rack: 7 % (on 8-GPU nodes 0.9 %). DeepEP sends the top-k indices and weights only
 /// (k x 12 B, left out).
-double hybridep_probability_share(const TraceWriter& w, int ep_comm) {
-  if (!flex(w) || !w.s.training.moe_flex_hybridep) return 0.0;
+double hybridep_probability_share(const TraceWriter& w, const EpDomains& d) {
+  if (!w.s.training.moe_flex_hybridep) return 0.0;
   const auto& m = w.s.model;
   const double local_experts = static_cast<double>(m.moe.experts) / w.s.parallelism.ep;
   const double row_bytes = expert_width(m) * w.act_bytes;
-  return row_bytes > 0 ? 4.0 * local_experts * ep_domains(w, ep_comm).ranks_per_domain / row_bytes : 0.0;
+  return row_bytes > 0 ? 4.0 * local_experts * d.ranks_per_domain / row_bytes : 0.0;
 }
 
 /// The flex dispatcher's kernels through Megatron-Core's Torch API inside one NVLink domain reach 0.73 of the
@@ -212,17 +210,21 @@ double hybridep_probability_share(const TraceWriter& w, int ep_comm) {
 /// same tables), where NCCL's bound already applies: share 1.
 constexpr double kFlexNvlinkShareOfNccl = 0.73;
 
-/// The all-to-all's bytes; `with_probabilities` for HybridEP's forward dispatch and its backward.
-double dispatch_bytes(const TraceWriter& w, const Communicators& c, const MoeShape& s, bool with_probabilities = false) {
-  if (!flex(w)) return s.routed_bytes;
-  const double bytes = s.routed_bytes * flex_send_share(w, c.ep);
-  return with_probabilities ? bytes * (1.0 + hybridep_probability_share(w, c.ep)) : bytes;
-}
+/// An EP all-to-all as the trace prices it: its bytes and TraceNode::comm_bandwidth_share.
+struct EpAllToAll {
+  double bytes;
+  double bandwidth_share;
+};
 
-/// TraceNode::comm_bandwidth_share of the flex dispatcher's all-to-alls (kFlexNvlinkShareOfNccl inside one
-/// NVLink domain), 1 for the alltoall dispatcher (NCCL).
-double dispatch_bandwidth_share(const TraceWriter& w, const Communicators& c) {
-  return flex(w) && ep_domains(w, c.ep).domains < 2 ? kFlexNvlinkShareOfNccl : 1.0;
+/// The dispatcher's all-to-all: the alltoall dispatcher's per-expert copies at NCCL's bandwidth, or the flex
+/// dispatcher's share of them (with HybridEP's probability rows where `with_probabilities`: the forward
+/// dispatch and its backward) at kFlexNvlinkShareOfNccl inside one NVLink domain.
+EpAllToAll ep_all_to_all(const TraceWriter& w, const Communicators& c, const MoeShape& s, bool with_probabilities) {
+  if (!flex(w)) return {s.routed_bytes, 1.0};
+  const EpDomains d = ep_domains(w, c.ep);
+  double bytes = s.routed_bytes * flex_send_share(w, c.ep, d);
+  if (with_probabilities) bytes *= 1.0 + hybridep_probability_share(w, d);
+  return {bytes, d.domains < 2 ? kFlexNvlinkShareOfNccl : 1.0};
 }
 
 }  // namespace
@@ -252,8 +254,9 @@ int moe_a2a_to_experts(TraceWriter& w, int rank, const Communicators& c, bool ba
   const bool sync_before = !backward && syncs_host(w) && !flex(w);
   if (sync_before) host_sync(w, rank, after);
   const int host = host_issue(w, rank, 0, MoeStep::dispatch, backward, backward ? "host.moe.combine.bwd" : "host.moe.dispatch");
-  int node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s, !backward),
-                          backward ? "moe.combine.bwd" : "moe.dispatch", after_of(after), dispatch_bandwidth_share(w, c));
+  const EpAllToAll a2a = ep_all_to_all(w, c, s, !backward);
+  int node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, a2a.bytes, backward ? "moe.combine.bwd" : "moe.dispatch",
+                          after_of(after), a2a.bandwidth_share);
   if (etp > 1) {
     node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::all_gather, s.routed_bytes * etp, "moe.etp_ag", after_of(node));
   }
@@ -336,8 +339,9 @@ int moe_a2a_from_experts(TraceWriter& w, int rank, const Communicators& c, bool 
   if (etp > 1) {
     node = w.collective(rank, c.etp, "tp", Category::tp_comm, Op::reduce_scatter, s.routed_bytes * etp, "moe.etp_rs", after_of(node));
   }
-  node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, dispatch_bytes(w, c, s, backward),
-                      backward ? "moe.dispatch.bwd" : "moe.combine", after_of(node), dispatch_bandwidth_share(w, c));
+  const EpAllToAll a2a = ep_all_to_all(w, c, s, backward);
+  node = w.collective(rank, c.ep, "ep", Category::ep_comm, Op::alltoall, a2a.bytes, backward ? "moe.dispatch.bwd" : "moe.combine",
+                      after_of(node), a2a.bandwidth_share);
   gated_by_host(w, node, host);
   return node;
 }

@@ -1,17 +1,17 @@
 // Megatron-Core's EP all-to-all overlap (overlap_moe_expert_parallel_comm): the pipeline order gains a
 // warm-up forward, and each steady-state step issues a forward and a backward layer together so that
 // every all-to-all sits beside the other pass's compute (MLM schedule_layer_1f1b). No simulation here.
-#include <map>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "fmsim/compute/compute_model.hpp"
-#include "fmsim/workload/pipeline_schedule.hpp"
-#include "fmsim/workload/trace_builder.hpp"
 #include "fmsim/topology/placement.hpp"
 #include "fmsim/training/step_simulation.hpp"
+#include "fmsim/workload/pipeline_schedule.hpp"
+#include "fmsim/workload/trace_builder.hpp"
 #include "test_support.hpp"
 
 using namespace fmsim;
@@ -34,6 +34,25 @@ Trace moe_trace(bool overlap, bool delay_wgrad, const nlohmann::json& more_train
   Scenario s = moe_scenario(overlap, delay_wgrad, more_training);
   std::vector<int> rank_gpu(16);
   for (int i = 0; i < 16; ++i) rank_gpu[i] = i;
+  return build_trace(s, rank_gpu, false);
+}
+
+/// Qwen3-30B-A3B (128 experts, top-8, hidden 2048; 2 layers) at EP `ep` on `nodes` p5 nodes, one micro-batch
+/// per rank; `training` adds keys (the dispatcher and its backend).
+Scenario qwen_ep_scenario(int nodes, int ep, int seq, const nlohmann::json& training) {
+  nlohmann::json doc = {
+      {"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", nodes}}},
+      {"model", {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 2}}},
+      {"parallelism", {{"expert_model_parallel_size", ep}, {"global_batch_size", 8 * nodes}}},
+      {"training", {{"seq_length", seq}}}};
+  doc["training"].update(training);
+  return scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+}
+
+/// The scenario's trace with rank i on GPU i.
+Trace packed_trace(const Scenario& s) {
+  std::vector<int> rank_gpu(s.parallelism.world());
+  for (std::size_t i = 0; i < rank_gpu.size(); ++i) rank_gpu[i] = static_cast<int>(i);
   return build_trace(s, rank_gpu, false);
 }
 
@@ -139,15 +158,7 @@ TEST_CASE("the flex dispatcher sends a token once per NVLink domain and fuses th
   // node's experts with probability C(64, 8) / C(128, 8); the alltoall dispatcher sends 8 x 1/2 copies
   // across, DeepEP 1 x P(hit), so the dispatch carries 2 P(hit) / 8 of the alltoall bytes.
   auto trace_with = [](const std::string& dispatcher, int nodes, int ep) {
-    nlohmann::json doc = {
-        {"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", nodes}}},
-        {"model", {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 2}}},
-        {"parallelism", {{"expert_model_parallel_size", ep}, {"global_batch_size", 8 * nodes}}},
-        {"training", {{"seq_length", 2048}, {"moe_token_dispatcher_type", dispatcher}}}};
-    Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
-    std::vector<int> rank_gpu(8 * nodes);
-    for (int i = 0; i < 8 * nodes; ++i) rank_gpu[i] = i;
-    return build_trace(s, rank_gpu, false);
+    return packed_trace(qwen_ep_scenario(nodes, ep, 2048, {{"moe_token_dispatcher_type", dispatcher}}));
   };
   auto dispatch_bytes = [](const Trace& t) {
     for (const auto& n : t.nodes) {
@@ -194,16 +205,9 @@ TEST_CASE("HybridEP sends the routing probabilities with each token; flex kernel
     double bytes, share;
   };
   auto nodes_of = [](const std::string& backend, int nodes, int ep) {
-    nlohmann::json doc = {
-        {"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", nodes}}},
-        {"model", {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 2}}},
-        {"parallelism", {{"expert_model_parallel_size", ep}, {"global_batch_size", 8 * nodes}}},
-        {"training", {{"seq_length", 2048}, {"moe_token_dispatcher_type", "flex"}, {"moe_flex_dispatcher_backend", backend}}}};
-    Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
-    std::vector<int> rank_gpu(8 * nodes);
-    for (int i = 0; i < 8 * nodes; ++i) rank_gpu[i] = i;
+    const Scenario s = qwen_ep_scenario(nodes, ep, 2048, {{"moe_token_dispatcher_type", "flex"}, {"moe_flex_dispatcher_backend", backend}});
     std::map<std::string, Coll> out;
-    for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
+    for (const auto& n : packed_trace(s).nodes) {
       if (n.rank == 0 && n.comm_bytes > 0 && n.name.rfind("moe.", 0) == 0 && !out.count(n.name)) out[n.name] = {n.comm_bytes, n.comm_bandwidth_share};
     }
     return out;
@@ -233,12 +237,7 @@ TEST_CASE("HybridEP sends the routing probabilities with each token; flex kernel
 TEST_CASE("a collective's bandwidth share prices its bytes at that share of NCCL's bandwidth", "[workload]") {
   // The flex dispatcher's all-to-alls inside one node carry share 0.73: the replayed step is slower than the
   // same trace at share 1, the exposed EP time grows, and the share survives the JSON trace format.
-  nlohmann::json doc = {
-      {"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", 1}}},
-      {"model", {{"base", "qwen3-30b-a3b"}, {"num_hidden_layers", 2}}},
-      {"parallelism", {{"expert_model_parallel_size", 8}, {"global_batch_size", 8}}},
-      {"training", {{"seq_length", 4096}, {"moe_token_dispatcher_type", "flex"}, {"moe_flex_dispatcher_backend", "hybridep"}}}};
-  Scenario s = scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+  const Scenario s = qwen_ep_scenario(1, 8, 4096, {{"moe_token_dispatcher_type", "flex"}, {"moe_flex_dispatcher_backend", "hybridep"}});
   auto cluster = topology::build_cluster_graph(s.cluster);
   auto rank_gpu = topology::place_ranks(cluster, s.parallelism.world(), s.placement, s.seed);
   Trace shared = build_trace(s, rank_gpu, false);
