@@ -209,7 +209,7 @@ AnalyticStep AnalyticModel::step(const workload::Scenario& s) {
   // Data parallelism: gradients reduced (and parameters gathered) in buckets over the dp x cp ranks.
   const bool shard = p.sharding != workload::Sharding::no_shard;
   const double grad_bytes = t.grad_reduce_in_fp32 ? 4.0 : 2.0;
-  const double param_bytes = t.fp8_param_gather ? 1.0 : 2.0;
+  const double param_bytes = workload::param_gather_bytes_per_element(t);
   const double bucket = t.bucket_params > 0 ? t.bucket_params : std::max(4e7, 1e6 * p.dp * p.cp);
   const double dense = stage_params[critical], experts = stage_expert_params[critical];
   const std::vector<int> dp_group = [&] {

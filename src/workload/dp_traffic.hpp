@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "fmsim/workload/low_precision.hpp"
 #include "fmsim/workload/pipeline_layout.hpp"
 #include "trace_builder_internal.hpp"
 
@@ -65,7 +66,7 @@ class DataParallelTraffic {
   std::vector<Bucket> buckets(int chunk) const;
   const std::vector<Bucket>& chunk_buckets(int chunk);
   int dp_collective(collectives::Op op, const Bucket& b, double bytes_per_param, const std::string& name, std::vector<int> deps);
-  double param_bytes() const { return w_.s.training.fp8_param_gather ? 1.0 : 2.0; }
+  double param_bytes() const { return param_gather_bytes_per_element(w_.s.training); }
   double grad_bytes() const { return w_.s.training.grad_reduce_in_fp32 ? 4.0 : 2.0; }
   bool shards_params() const { return w_.s.parallelism.sharding != Sharding::no_shard; }
 

@@ -41,6 +41,17 @@ AdapterShape adapter_shape(const ModelSpec& m, const std::string& module) {
 
 std::string short_name(const std::string& module) { return module.substr(module.find('_') + 1); }
 
+// The elementwise work around the adapter GEMMs, in tensor reads and writes per element (each element
+// act_bytes): Megatron-Bridge's ParallelLinearAdapter.forward scales its output, `x * (alpha / dim)` (read,
+// write), and LoRALinear.forward adds it to the base module's output, `linear_output + adapter_output` (two
+// reads, a write); peft/utils.py and peft/lora_layers.py at v0.2.0-v0.6.0, as NeMo's adapters before
+// them. Backward: the scale's gradient (read, write) over the output, and the adapter's input gradient
+// added to the base module's (autograd's accumulation, or Transformer Engine's LayerNormLinear adding the
+// returned norm output's gradient to its data gradient: two reads, a write) over the input.
+constexpr double kAdapterScaleAddForwardTraffic = 5.0;
+constexpr double kAdapterScaleBackwardTraffic = 2.0;
+constexpr double kAdapterInputGradAccumulateTraffic = 3.0;
+
 }  // namespace
 
 // Each TP rank holds 1/tp of A (r x in) and B (out x r) along the base module's split dimension, so its
@@ -56,7 +67,8 @@ int lora_forward(TraceWriter& w, int rank, const Communicators& c, const std::st
   if (f.lora.dropout > 0) node = w.memory(rank, name + ".dropout", 2.0 * t * a.in / tp * w.act_bytes, after_of(node));
   node = w.gemm(rank, name + ".a", t, r, a.in / tp, false, after_of(node));
   node = w.collective(rank, c.tp, "tp", Category::tp_comm, collectives::Op::all_reduce, t * r * w.act_bytes, name + ".ar", after_of(node));
-  return w.gemm(rank, name + ".b", t, a.out / tp, r, false, after_of(node));
+  node = w.gemm(rank, name + ".b", t, a.out / tp, r, false, after_of(node));
+  return w.memory(rank, name + ".scale_add", kAdapterScaleAddForwardTraffic * t * a.out / tp * w.act_bytes, {node});
 }
 
 int lora_backward(TraceWriter& w, int rank, const Communicators& c, const std::string& module, int after) {
@@ -69,7 +81,13 @@ int lora_backward(TraceWriter& w, int rank, const Communicators& c, const std::s
   node = w.gemm(rank, name + ".b.wgrad", a.out / tp, r, t, false, {node});
   node = w.collective(rank, c.tp, "tp", Category::tp_comm, collectives::Op::all_reduce, t * r * w.act_bytes, name + ".dgrad.ar", {node});
   node = w.gemm(rank, name + ".a.dgrad", t, a.in / tp, r, false, after_of(node));
-  return w.gemm(rank, name + ".a.wgrad", r, a.in / tp, t, false, {node});
+  node = w.gemm(rank, name + ".a.wgrad", r, a.in / tp, t, false, {node});
+  // The scale's gradient over the adapter's output, then the adapter's input gradient added to the base
+  // module's: the whole input of a column-parallel module (QKV, FC1: each TP rank holds every column of its
+  // input), 1/tp of a row-parallel one's (proj, FC2).
+  const double input_width = module == "linear_qkv" || module == "linear_fc1" ? a.in : a.in / tp;
+  const double bytes = (kAdapterScaleBackwardTraffic * a.out / tp + kAdapterInputGradAccumulateTraffic * input_width) * t * w.act_bytes;
+  return w.memory(rank, name + ".scale_grad_add", bytes, {node});
 }
 
 }  // namespace fmsim::workload::detail

@@ -38,7 +38,16 @@ double quantize_bytes_per_element(const TrainingOptions& t, int sm_version) {
 
 double weight_cast_bytes_per_element(const TrainingOptions& t, int sm_version, bool first_microbatch) {
   if (t.precision == Precision::bf16) return 0.0;
-  if (t.fp8_param_gather && t.precision == Precision::fp8 && t.fp8_recipe != Fp8Recipe::mxfp8) {
+  if (t.fp8_param_gather && t.precision == Precision::fp8 && t.fp8_recipe == Fp8Recipe::mxfp8) {
+    // MXFP8 parameters: the BF16 values gathered into the gradient buffer are cast to the parameter's
+    // row-wise and column-wise copies once per optimizer step (Megatron-Core's distributed optimizer under
+    // reuse_grad_buf_for_mxfp8_param_ag: "The parameters are cast from bf16 to MXFP8 during copy"), at
+    // the chunk's first micro-batch; TE quantizes nothing more, disable_parameter_transpose_cache or not.
+    // Frozen weights (LoRA's base) are never cast again.
+    if (!first_microbatch || t.fine_tuning.frozen_base()) return 0.0;
+    return quantize_bytes_per_element(t, sm_version);
+  }
+  if (t.fp8_param_gather && t.precision == Precision::fp8) {
     // FP8 parameters: TE builds the transpose when it is missing or invalid (Float8TensorStorage
     // update_usage), whatever is_first_microbatch says, and Megatron invalidates it once per optimizer
     // step; frozen weights (LoRA's base, outside the gradient buffers) keep theirs.
@@ -61,12 +70,23 @@ double saved_gemm_input_bytes(const TrainingOptions& t) {
 double weight_bytes_per_parameter(const TrainingOptions& t) {
   switch (t.precision) {
     case Precision::bf16: return 2.0;
-    case Precision::fp8: return t.fp8_param_gather ? 2.0 : 3.0;
+    // FP8 parameters: per-tensor FP8 with its cached transpose (2); MXFP8 with its row-wise and
+    // column-wise copies and their scales (the gathered BF16 values live in the gradient buffer).
+    case Precision::fp8:
+      if (t.fp8_param_gather) return t.fp8_recipe == Fp8Recipe::mxfp8 ? 2.0 * (1.0 + 1.0 / 32.0) : 2.0;
+      return 3.0;
     // Megatron-Bridge's NVFP4 recipe gathers BF16 parameters (fp8_param_gather False): the BF16 weights
     // plus a row-wise and a column-wise FP4 copy (forward and data-gradient GEMMs).
     case Precision::fp4: return 2.0 + 2.0 * fp4_element_bytes(t.fp4_recipe);
   }
   return 2.0;
+}
+
+double param_gather_bytes_per_element(const TrainingOptions& t) {
+  // Per-tensor FP8 parameters are gathered as FP8; MXFP8 ones as their BF16 values, through the gradient
+  // buffer (reuse_grad_buf_for_mxfp8_param_ag), and cast after the gather (weight_cast_bytes_per_element).
+  const bool fp8_params = t.fp8_param_gather && t.precision == Precision::fp8 && t.fp8_recipe != Fp8Recipe::mxfp8;
+  return fp8_params ? 1.0 : 2.0;
 }
 
 double precision_peak_flops(const TrainingOptions& t, const hardware::GpuSpec& gpu) {

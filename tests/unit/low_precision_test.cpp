@@ -57,6 +57,20 @@ TEST_CASE("FP4 recipes: quantization traffic, saved inputs and weight copies in 
   CHECK(weight_bytes_per_parameter(fp8) == Approx(3.0));
   fp8.fp8_param_gather = true;
   CHECK(weight_bytes_per_parameter(fp8) == Approx(2.0));
+  CHECK(param_gather_bytes_per_element(fp8) == 1.0);  // per-tensor FP8 parameters are gathered in FP8
+  CHECK(param_gather_bytes_per_element(mxfp8) == 2.0);
+  // MXFP8 parameters (Megatron-Bridge's preset): gathered as BF16 through the gradient buffer, cast to both
+  // MXFP8 copies once per step (the first micro-batch), never again, whatever the transpose cache says;
+  // the weights are the two copies with their scales. BF16 MXFP8 weights are quantized at each pass.
+  mxfp8.disable_parameter_transpose_cache = true;
+  CHECK(weight_cast_bytes_per_element(mxfp8, 100, false) == Approx(4.0 + 2.0 / 32));
+  mxfp8.fp8_param_gather = true;
+  CHECK(param_gather_bytes_per_element(mxfp8) == 2.0);
+  CHECK(weight_cast_bytes_per_element(mxfp8, 100, true) == Approx(4.0 + 2.0 / 32));
+  CHECK(weight_cast_bytes_per_element(mxfp8, 100, false) == 0.0);
+  CHECK(weight_bytes_per_parameter(mxfp8) == Approx(2.0 * (1 + 1.0 / 32)));
+  mxfp8.fine_tuning.workload = Workload::lora;  // frozen base weights keep their copies
+  CHECK(weight_cast_bytes_per_element(mxfp8, 100, true) == 0.0);
   CHECK(precision_peak_flops(nvfp4, test::catalog().gpu("GB200")) == Approx(10e15));
   CHECK(precision_peak_flops(fp8, test::catalog().gpu("GB200")) == Approx(5e15));
 }

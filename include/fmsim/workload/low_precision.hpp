@@ -27,9 +27,14 @@ bool non_tn_fp8_gemm(int sm_version);
 /// GEMMs and needs none: TE v2.9 nvte_is_non_tn_fp8_gemm_supported, common/transformer_engine.cpp, sm 10.x
 /// and 13+). TE makes that transpose when it is missing or invalid whatever is_first_microbatch says
 /// (Float8TensorStorage.update_usage), Megatron invalidates it once per optimizer step, and frozen weights
-/// (LoRA's base, outside the gradient buffers) keep theirs: at most once per step. MXFP8 parameters are
-/// taken as BF16 weights (no TE figure for their column-wise copy was read).
+/// (LoRA's base, outside the gradient buffers) keep theirs: at most once per step. MXFP8 parameters
+/// (Megatron-Bridge's MXFP8 preset: fp8_param_gather with reuse_grad_buf_for_mxfp8_param_ag) are cast from
+/// their gathered BF16 values to both MXFP8 copies once per step, at the first micro-batch; frozen ones never.
 double weight_cast_bytes_per_element(const TrainingOptions& training, int sm_version, bool first_microbatch);
+
+/// Bytes per element of the data-parallel parameter all-gather: 1 for per-tensor FP8 parameters, 2 (BF16)
+/// otherwise, MXFP8 parameters included (gathered in BF16 through the gradient buffer, then cast).
+double param_gather_bytes_per_element(const TrainingOptions& training);
 
 /// Bytes per element of a GEMM input that a layer running its GEMMs in low precision keeps for the
 /// backward pass (the quantized copy, with scales); 2 for BF16.
