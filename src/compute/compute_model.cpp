@@ -32,6 +32,14 @@ double attention_head_dim_factor(bool backward, double head_dim, double exp_rate
   return factor;
 }
 
+double attention_fp8_time_factor(bool backward, double head_dim, double exp_rate) {
+  if (backward) return 1.0;
+  if (head_dim <= 0) head_dim = 128;
+  const double d = std::clamp(head_dim, 1.0, 128.0);
+  const double fixed = kAttentionHeadDimOverheadForward - kAttentionExpShareForward * (1.0 - 1.0 / std::max(exp_rate, 1e-3));
+  return (d / 2.0 + fixed) / (d + fixed);
+}
+
 double fp8_split_accumulator_efficiency(int sm_version) { return sm_version == 90 ? 1.0 / 1.15 : 1.0; }
 
 double operand_bytes(MathPrecision precision) {
@@ -93,7 +101,7 @@ GemmParts ComputeModel::gemm_parts(double groups, const GemmShape& shape, MathPr
 }
 
 double ComputeModel::attention_s(double flops, bool backward, double mean_span, int sms_taken, bool flash2,
-                                 double head_dim, int steps) const {
+                                 double head_dim, int steps, bool fp8) const {
   if (flops <= 0) return 0.0;
   const double sm_share = static_cast<double>(std::max(1, gpu_.sm_count - sms_taken)) / gpu_.sm_count;
   const double efficiency = flash2 ? flash2_attention_efficiency(gpu_.sm_version, backward, mean_span, steps)
@@ -101,8 +109,8 @@ double ComputeModel::attention_s(double flops, bool backward, double mean_span, 
   // The head-dim factor is cuDNN's on Hopper and later (its source); FlashAttention-2 (Ampere's fused kernel,
   // or PyTorch SDPA's) keeps its own curve.
   const double head_dim_factor = !flash2 && gpu_.sm_version >= 90 ? attention_head_dim_factor(backward, head_dim, gpu_.attention_exp_rate) : 1.0;
-  return flops / (gpu_.bf16_dense_flops * gpu_.sustained_clock_fraction * efficiency *
-                  head_dim_factor * sm_share) +
+  const double fp8_factor = fp8 && !flash2 ? attention_fp8_time_factor(backward, head_dim, gpu_.attention_exp_rate) : 1.0;
+  return fp8_factor * flops / (gpu_.bf16_dense_flops * gpu_.sustained_clock_fraction * efficiency * head_dim_factor * sm_share) +
          kGemmFixedOverhead_s;
 }
 

@@ -66,14 +66,15 @@ const AnalyticModel::LayerTime& AnalyticModel::layer_time(const workload::Scenar
   const double cast_mean =
       cast_later + (workload::weight_cast_bytes_per_element(t, s.cluster.gpu.sm_version, true) - cast_later) / std::max(1, p.microbatches);
   char key[400];
-  std::snprintf(key, sizeof key, "%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%.6g", p.tp, p.cp, p.ep, p.etp,
+  std::snprintf(key, sizeof key, "%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%.6g", p.tp, p.cp, p.ep, p.etp,
                 m.is_moe() ? p.dp : 0, p.sequence_parallel, p.micro_batch, t.seq, static_cast<int>(t.precision),
                 static_cast<int>(t.fp8_recipe), static_cast<int>(t.recompute), t.tp_comm_overlap, static_cast<int>(t.moe_dispatcher),
                 t.moe_shared_expert_overlap, t.overlap_moe_expert_parallel_comm, kind, m.layer_is_moe(layer),
                 t.layer_in_fp8(layer, m.layers), static_cast<int>(p.cp_comm), static_cast<int>(t.fine_tuning.workload),
                 t.recompute_modules.core_attn + 2 * t.recompute_modules.mlp + 4 * t.recompute_modules.moe_act +
                     8 * t.recompute_modules.layernorm + 16 * t.recompute_modules.moe,
-                static_cast<int>(std::min<double>(workload::detail::attention_kernel_keys(s, layer), 1e9)), cast_mean);
+                static_cast<int>(std::min<double>(workload::detail::attention_kernel_keys(s, layer), 1e9)), t.fp8_dot_product_attention,
+                cast_mean);
   auto found = layers_.find(key);
   if (found != layers_.end()) return found->second;
 

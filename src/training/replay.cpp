@@ -39,9 +39,9 @@ double compute_node_s(const TraceNode& n, const hardware::GpuSpec& gpu) {
              model.memory_s(n.bytes);
     }
     case workload::Kernel::attention_fwd:
-      return model.attention_s(n.flops, false, n.attention_span, n.sms_taken, n.attention_flash2, n.attention_head_dim, n.attention_steps);
+      return model.attention_s(n.flops, false, n.attention_span, n.sms_taken, n.attention_flash2, n.attention_head_dim, n.attention_steps, n.fp8);
     case workload::Kernel::attention_bwd:
-      return model.attention_s(n.flops, true, n.attention_span, n.sms_taken, n.attention_flash2, n.attention_head_dim, n.attention_steps);
+      return model.attention_s(n.flops, true, n.attention_span, n.sms_taken, n.attention_flash2, n.attention_head_dim, n.attention_steps, n.fp8);
     case workload::Kernel::memory:
     case workload::Kernel::optimizer: return model.memory_s(n.bytes);
   }

@@ -52,9 +52,9 @@ double rope_bytes_extra(const TraceWriter& w, double tokens, double width, bool 
 }  // namespace
 
 /// Forward attention FLOPs of one rank for one micro-batch (causal; CP splits the work evenly).
-double attention_forward_flops(const TraceWriter& w, int layer) {
+double attention_forward_flops(const TraceWriter& w, int layer, bool whole_causal) {
   const auto& m = w.s.model;
-  const double span = attention_row_span(w.s, layer);  // per sequence when packed (SFT, LoRA)
+  const double span = attention_row_span(w.s, layer, whole_causal);  // per sequence when packed (SFT, LoRA)
   const double width = m.mla ? (m.heads * (m.mla_shape.qk_nope_head_dim + m.mla_shape.qk_rope_head_dim) +
                                 m.heads * m.mla_shape.v_head_dim) / 2.0
                              : m.q_dim();
@@ -63,8 +63,14 @@ double attention_forward_flops(const TraceWriter& w, int layer) {
 
 /// Keys one query attends to within one attention kernel: the causal (or windowed) span, split over the
 /// CP steps (each step's kernel loops over one rank's share of the keys).
-double attention_kernel_span(const TraceWriter& w, int layer) {
-  return attention_kernel_keys(w.s, layer);
+double attention_kernel_span(const TraceWriter& w, int layer, bool whole_causal) {
+  return attention_kernel_keys(w.s, layer, whole_causal);
+}
+
+bool fp8_attention(const TraceWriter& w, int layer) { return w.s.training.fp8_dot_product_attention && w.fp8(layer); }
+
+bool attention_window_unskipped(const TraceWriter& w, int layer, bool backward) {
+  return backward && fp8_attention(w, layer) && w.s.model.attention_window(layer) > 0;
 }
 
 /// Tensor-parallel collective before a GEMM (all-gather) or after it (reduce-scatter / all-reduce),
@@ -108,7 +114,8 @@ int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, int layer, co
 /// A fused attention kernel of `layer` (FLOPs and deps to be set): its key span, kernel and head dim.
 TraceNode fused_attention_node(TraceWriter& w, int rank, int layer, const std::string& name, bool backward) {
   TraceNode node = w.compute(rank, name, backward ? Kernel::attention_bwd : Kernel::attention_fwd);
-  node.attention_span = attention_kernel_span(w, layer);
+  node.attention_span = attention_kernel_span(w, layer, attention_window_unskipped(w, layer, backward));
+  node.fp8 = fp8_attention(w, layer);
   node.attention_steps = w.s.parallelism.cp;
   node.attention_flash2 = w.s.framework.attention == AttentionKernel::flash2;
   node.attention_head_dim = w.s.model.attention_head_dim();
@@ -121,7 +128,7 @@ int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int laye
   // The stack's unfused attention (attention_kernel.cpp; context parallelism is refused with it).
   if (w.s.framework.attention == AttentionKernel::unfused) return unfused_attention(w, rank, backward, backward ? "attn.bwd" : "attn", after);
   const Shapes s = shapes_of(w);
-  const double fwd = attention_forward_flops(w, layer);
+  const double fwd = attention_forward_flops(w, layer, attention_window_unskipped(w, layer, backward));
   TraceNode node = fused_attention_node(w, rank, layer, backward ? "attn.bwd" : "attn.fwd", backward);
   node.flops = backward ? compute::kAttentionBackwardFlopsRatio * fwd : fwd;  // executed, not model, FLOPs
   node.deps = after_of(after);

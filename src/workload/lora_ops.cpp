@@ -12,15 +12,15 @@ bool TraceWriter::skips_gemm(const std::string& name) const {
   return wgrad && name.rfind("lora.", 0) != 0;
 }
 
-double attention_row_span(const Scenario& s, int layer) {
+double attention_row_span(const Scenario& s, int layer, bool whole_causal) {
   const int seq = s.training.seq;
-  return attention_pairs_per_row(s.training.fine_tuning, seq, s.model.attention_window(layer)) / seq;
+  return attention_pairs_per_row(s.training.fine_tuning, seq, whole_causal ? 0 : s.model.attention_window(layer)) / seq;
 }
 
-double attention_kernel_keys(const Scenario& s, int layer) {
+double attention_kernel_keys(const Scenario& s, int layer, bool whole_causal) {
   const auto& f = s.training.fine_tuning;
   const int seq = s.training.seq;
-  const double pairs = attention_pairs_per_row(f, seq, s.model.attention_window(layer));
+  const double pairs = attention_pairs_per_row(f, seq, whole_causal ? 0 : s.model.attention_window(layer));
   return pairs / real_tokens_per_row(f, seq) / s.parallelism.cp;
 }
 

@@ -189,6 +189,7 @@ TrainingOptions read_training(ObjectReader& r) {
   t.grad_reduce_in_fp32 = r.bool_or("grad_reduce_in_fp32", false);
   t.fp8_param_gather = r.bool_or("fp8_param_gather", false);
   t.disable_parameter_transpose_cache = r.bool_or("disable_parameter_transpose_cache", false);
+  t.fp8_dot_product_attention = r.bool_or("fp8_dot_product_attention", false);
   t.te_op_fuser = r.bool_or("use_transformer_engine_op_fuser", false);
   t.bucket_params = r.number_or("bucket_size", 0.0, -1.0);
   // Runs: at most 1e16 tokens (several hundred times today's largest) and a billion steps, so that the
@@ -285,6 +286,10 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
   if (t.fp8_param_gather && t.precision != Precision::fp8) {
     throw InputError(where + ": /training/fp8_param_gather = true: only with precision = \"fp8\" (Megatron-Bridge's NVFP4 "
                      "recipe gathers BF16 parameters)");
+  }
+  if (t.fp8_dot_product_attention && t.precision != Precision::fp8) {
+    throw InputError(where + ": /training/fp8_dot_product_attention = true: only with precision = \"fp8\" (FP8 attention "
+                     "runs in the FP8 layers' recipe)");
   }
   if (t.precision == Precision::fp8 && gpu.fp8_dense_flops <= 0) {
     throw InputError(where + ": /training/precision = \"fp8\": the " + gpu.name + " has no FP8 tensor cores (use bf16)");

@@ -192,6 +192,17 @@ Scenario scenario_from_json(json document, const std::string& origin, const std:
   // Sections read by other parts (storage: checkpoint plan and failure model) from `resolved`.
   root.reject_unknown_keys({"checkpoint", "failures"});
   validate(s.parallelism, s.training, s.model, s.cluster.gpu, origin);
+  if (s.training.fp8_dot_product_attention && s.framework.attention != AttentionKernel::fused) {
+    throw InputError(origin + ": /training/fp8_dot_product_attention = true: FP8 attention is cuDNN's fused kernel; stack " +
+                     s.framework.display_name + " runs " + (s.framework.attention == AttentionKernel::unfused ? "unfused" : "FlashAttention-2") +
+                     " attention (expected false)");
+  }
+  if (s.training.fp8_dot_product_attention && s.model.attention_head_dim() > 128) {
+    throw InputError(origin + ": /training/fp8_dot_product_attention = true: " + s.model.name + "'s attention heads are " +
+                     std::to_string(static_cast<int>(s.model.attention_head_dim())) + " wide (mean of Q/K and V); cuDNN's FP8 attention "
+                     "is modelled up to 128 (its backward at MLA's 192/128 runs 0.58-0.64 of BF16's time, which fmsim's curve does not "
+                     "give; expected false)");
+  }
   if (s.framework.attention == AttentionKernel::unfused && s.parallelism.cp > 1) {
     throw InputError(origin + ": /parallelism/context_parallel_size = " + std::to_string(s.parallelism.cp) + ": stack " +
                      s.framework.display_name + " runs unfused attention, which has no context parallelism (expected 1)");

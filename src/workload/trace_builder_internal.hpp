@@ -119,9 +119,10 @@ std::vector<int> after_of(int node);
 // Fine-tuning and multi-token prediction (lora_ops.cpp, mtp_ops.cpp).
 /// Keys per query of a layer's attention over one micro-batch row: the causal (or windowed) span, or
 /// with packed sequences the per-sequence work spread over the row (workload_kind.hpp).
-double attention_row_span(const Scenario& s, int layer);
+/// `whole_causal`: as if the layer had no sliding window (a kernel that computes the masked tiles too).
+double attention_row_span(const Scenario& s, int layer, bool whole_causal = false);
 /// Keys per query inside the attention kernel (the sequences' own spans when packed), per CP step.
-double attention_kernel_keys(const Scenario& s, int layer);
+double attention_kernel_keys(const Scenario& s, int layer, bool whole_causal = false);
 /// LoRA adapter of `module` (linear_qkv, linear_proj, linear_fc1, linear_fc2) on layer `layer`: forward
 /// y += B (A x), or in backward its data and weight gradients. Returns `after` when not targeted.
 int lora_forward(TraceWriter& w, int rank, const Communicators& c, const std::string& module, int after);
@@ -148,8 +149,16 @@ int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int laye
 int attention_recompute(TraceWriter& w, int rank, int layer, int after);
 /// QKV projection (or MLA's projections) after the input all-gather.
 int qkv_forward(TraceWriter& w, int rank, const Communicators& c, int layer, int after);
-double attention_forward_flops(const TraceWriter& w, int layer);
-double attention_kernel_span(const TraceWriter& w, int layer);
+double attention_forward_flops(const TraceWriter& w, int layer, bool whole_causal = false);
+double attention_kernel_span(const TraceWriter& w, int layer, bool whole_causal = false);
+/// Whether `layer`'s fused attention runs cuDNN's FP8 kernels (fp8_dot_product_attention in an FP8 layer).
+bool fp8_attention(const TraceWriter& w, int layer);
+/// Whether `layer`'s attention kernel in this pass computes its whole causal triangle although the layer
+/// has a sliding window: cuDNN's FP8 backward (cudnn-frontend's sdpa_benchmark_training results at cuDNN
+/// 9.22, gpt_oss on GB200 and GB300, window 128: FP8 backward 1.73 / 6.18 / 23.2 / 90.3 ms at sequence
+/// 4k / 8k / 16k / 32k, growing as s^2, where the BF16 one takes 0.47 / 0.91 / 1.82 / 3.69 ms, as s; the
+/// FP8 forward grows as s and skips them).
+bool attention_window_unskipped(const TraceWriter& w, int layer, bool backward);
 
 // The stack's mechanisms (framework.hpp; docs/model.md "Software stacks").
 /// attention_kernel.cpp: the unfused attention core (scores materialised in HBM), forward or backward,

@@ -324,6 +324,46 @@ TEST_CASE("attention below head dim 128 runs at cuDNN's published lower efficien
   CHECK(attention > 0);
 }
 
+TEST_CASE("FP8 attention: FP8 nodes in FP8 layers, a window's backward over the whole causal span, the refusals", "[workload]") {
+  const nlohmann::json model{{"base", "gpt-oss-120b"}, {"num_hidden_layers", 2}, {"layer_types", {"sliding_attention", "full_attention"}}};
+  const nlohmann::json par{{"expert_model_parallel_size", 8}, {"global_batch_size", 8}};
+  const nlohmann::json fp8{{"seq_length", 4096}, {"precision", "fp8"}, {"fp8_dot_product_attention", true}};
+  std::vector<int> rank_gpu(8);
+  for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
+  auto spans = [&](const Scenario& s) {
+    std::map<std::string, std::vector<double>> by_name;  // attn.fwd / attn.bwd -> spans in layer order, rank 0
+    for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
+      if (n.rank != 0 || (n.kernel != Kernel::attention_fwd && n.kernel != Kernel::attention_bwd)) continue;
+      CHECK(n.fp8 == s.training.fp8_dot_product_attention);
+      by_name[n.name].push_back(n.attention_span);
+    }
+    return by_name;
+  };
+  const auto with = spans(make_scenario(par, fp8, model, 1));
+  nlohmann::json plain = fp8;
+  plain["fp8_dot_product_attention"] = false;
+  const auto without = spans(make_scenario(par, plain, model, 1));
+  // Forward: layer 0's window (about 128 keys per query) either way; backward: FP8's runs the causal span.
+  REQUIRE(with.at("attn.fwd").size() == 2);
+  CHECK(with.at("attn.fwd") == without.at("attn.fwd"));
+  CHECK(without.at("attn.fwd")[0] < 128);
+  const auto& bwd = with.at("attn.bwd");  // backward runs the layers in reverse: the windowed layer last
+  REQUIRE(bwd.size() == 2);
+  CHECK(bwd[1] == Approx(bwd[0]));  // the windowed layer's backward spans what the full layer's does
+  CHECK(without.at("attn.bwd")[1] < 128);
+  // Refused: without FP8 GEMMs, on a stack without cuDNN's fused attention, on MLA's wide heads.
+  nlohmann::json bf16 = fp8;
+  bf16["precision"] = "bf16";
+  CHECK_THROWS_WITH(make_scenario(par, bf16, model, 1), Catch::Matchers::Contains("only with precision = \"fp8\""));
+  nlohmann::json flash2 = fp8;
+  flash2["framework"] = "torchtitan";
+  CHECK_THROWS_WITH(make_scenario({{"global_batch_size", 8}}, flash2, nlohmann::json{{"base", "llama3-8b"}, {"num_hidden_layers", 2}}, 1),
+                    Catch::Matchers::Contains("FP8 attention is cuDNN's fused kernel"));
+  CHECK_THROWS_WITH(make_scenario({{"expert_model_parallel_size", 8}, {"global_batch_size", 8}}, fp8,
+                                  nlohmann::json{{"base", "deepseek-v3"}, {"num_hidden_layers", 2}}, 1),
+                    Catch::Matchers::Contains("modelled up to 128"));
+}
+
 TEST_CASE("backward FP8 GEMMs pay the split accumulator on Hopper only", "[compute]") {
   const compute::GemmShape shape{8192, 8192, 8192};
   const auto fp8 = compute::MathPrecision::fp8;

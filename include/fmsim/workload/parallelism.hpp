@@ -123,6 +123,10 @@ struct TrainingOptions {
   /// performance recipes set it (scripts/performance/configs/llama/llama3_llm_finetune.py,
   /// set_llama3_common_peft_configs, v0.2.0-v0.5.0).
   bool disable_parameter_transpose_cache = false;
+  /// Megatron fp8_dot_product_attention: the FP8 layers' fused attention runs cuDNN's FP8 kernels
+  /// (Q, K, V, O and their gradients in FP8; compute_model.hpp attention_fp8_forward_factor), and its
+  /// backward does not skip the tiles a sliding window masks (trace_builder: the whole causal span).
+  bool fp8_dot_product_attention = false;
   /// Megatron use_transformer_engine_op_fuser (Megatron-Bridge's cutedsl_fused_grouped_mlp): the experts
   /// run as Transformer Engine's fused op sequence (GroupedLinear, scaled activation, GroupedLinear with
   /// FC2's bias scaled by the routing probabilities inside it), so no eager per-expert bias add
