@@ -19,25 +19,37 @@ double flash2_attention_efficiency(int sm_version, bool backward, double mean_sp
   return attention_efficiency(sm_version, backward, mean_span, steps) * flash2_asymptote / fused_asymptote;
 }
 
-double attention_head_dim_factor(bool backward, double head_dim, double exp_rate) {
-  if (head_dim <= 0) head_dim = 128;
-  exp_rate = std::max(exp_rate, 1e-3);
+namespace {
+
+/// The fixed (non-matmul) part of a query-key pair's cost in head-dim units: d0 less what the faster
+/// exponential saves (attention_head_dim_factor).
+double pair_fixed_cost(bool backward, double exp_rate) {
   const double d0 = backward ? kAttentionHeadDimOverheadBackward : kAttentionHeadDimOverheadForward;
   const double exp_share = backward ? kAttentionExpShareBackward : kAttentionExpShareForward;
-  // Above 128 the kernels keep 128's rate, the faster exponential included: cuDNN's head dim 256 (Qwen3.5)
-  // gains 1.14-1.21x on GB300 over GB200, as head dim 128 does (the formula at d = 256 would give 1.12).
-  const double d = std::clamp(head_dim, 1.0, 128.0);
-  double factor = d * (128.0 + d0) / (128.0 * (d + d0 - exp_share * (1.0 - 1.0 / exp_rate)));
+  return d0 - exp_share * (1.0 - 1.0 / std::max(exp_rate, 1e-3));
+}
+
+/// The head dim the per-pair cost counts: 128 when unknown; above 128 the kernels keep 128's rate, the
+/// faster exponential included (cuDNN's head dim 256, Qwen3.5, gains 1.14-1.21x on GB300 over GB200, as
+/// head dim 128 does; the formula at d = 256 would give 1.12).
+double pair_head_dim(double head_dim) { return head_dim <= 0 ? 128.0 : std::clamp(head_dim, 1.0, 128.0); }
+
+}  // namespace
+
+double attention_head_dim_factor(bool backward, double head_dim, double exp_rate) {
+  const double d0 = backward ? kAttentionHeadDimOverheadBackward : kAttentionHeadDimOverheadForward;
+  const double d = pair_head_dim(head_dim);
+  double factor = d * (128.0 + d0) / (128.0 * (d + pair_fixed_cost(backward, exp_rate)));
   if (backward && head_dim > 128) factor /= 1.0 + kAttentionWideHeadBackwardSlope * (head_dim - 128.0) / 128.0;
   return factor;
 }
 
-double attention_fp8_time_factor(bool backward, double head_dim, double exp_rate) {
+double attention_fp8_time_factor(bool backward, double head_dim, double exp_rate, double mean_span) {
   if (backward) return 1.0;
-  if (head_dim <= 0) head_dim = 128;
-  const double d = std::clamp(head_dim, 1.0, 128.0);
-  const double fixed = kAttentionHeadDimOverheadForward - kAttentionExpShareForward * (1.0 - 1.0 / std::max(exp_rate, 1e-3));
-  return (d / 2.0 + fixed) / (d + fixed);
+  const double d = pair_head_dim(head_dim), fixed = pair_fixed_cost(false, exp_rate);
+  const double pair = (d / 2.0 + fixed) / (d + fixed);
+  if (mean_span <= 0) return pair;
+  return (pair * mean_span + kAttentionSpanOverhead) / (mean_span + kAttentionSpanOverhead);
 }
 
 double fp8_split_accumulator_efficiency(int sm_version) { return sm_version == 90 ? 1.0 / 1.15 : 1.0; }
@@ -109,7 +121,7 @@ double ComputeModel::attention_s(double flops, bool backward, double mean_span, 
   // The head-dim factor is cuDNN's on Hopper and later (its source); FlashAttention-2 (Ampere's fused kernel,
   // or PyTorch SDPA's) keeps its own curve.
   const double head_dim_factor = !flash2 && gpu_.sm_version >= 90 ? attention_head_dim_factor(backward, head_dim, gpu_.attention_exp_rate) : 1.0;
-  const double fp8_factor = fp8 && !flash2 ? attention_fp8_time_factor(backward, head_dim, gpu_.attention_exp_rate) : 1.0;
+  const double fp8_factor = fp8 && !flash2 ? attention_fp8_time_factor(backward, head_dim, gpu_.attention_exp_rate, mean_span) : 1.0;
   return fp8_factor * flops / (gpu_.bf16_dense_flops * gpu_.sustained_clock_fraction * efficiency * head_dim_factor * sm_share) +
          kGemmFixedOverhead_s;
 }

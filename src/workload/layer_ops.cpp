@@ -111,10 +111,14 @@ int gemm_with_tp(TraceWriter& w, int rank, const Communicators& c, int layer, co
   return w.memory(rank, g.name + ".join", 0, both);
 }
 
-/// A fused attention kernel of `layer` (FLOPs and deps to be set): its key span, kernel and head dim.
+/// A fused attention kernel of `layer` (deps to be set): its executed FLOPs (not model FLOPs: the
+/// backward's 2.5x), key span, precision, kernel and head dim.
 TraceNode fused_attention_node(TraceWriter& w, int rank, int layer, const std::string& name, bool backward) {
   TraceNode node = w.compute(rank, name, backward ? Kernel::attention_bwd : Kernel::attention_fwd);
-  node.attention_span = attention_kernel_span(w, layer, attention_window_unskipped(w, layer, backward));
+  const bool whole_causal = attention_window_unskipped(w, layer, backward);
+  const double forward_flops = attention_forward_flops(w, layer, whole_causal);
+  node.flops = backward ? compute::kAttentionBackwardFlopsRatio * forward_flops : forward_flops;
+  node.attention_span = attention_kernel_span(w, layer, whole_causal);
   node.fp8 = fp8_attention(w, layer);
   node.attention_steps = w.s.parallelism.cp;
   node.attention_flash2 = w.s.framework.attention == AttentionKernel::flash2;
@@ -128,9 +132,7 @@ int attention_with_cp(TraceWriter& w, int rank, const Communicators& c, int laye
   // The stack's unfused attention (attention_kernel.cpp; context parallelism is refused with it).
   if (w.s.framework.attention == AttentionKernel::unfused) return unfused_attention(w, rank, backward, backward ? "attn.bwd" : "attn", after);
   const Shapes s = shapes_of(w);
-  const double fwd = attention_forward_flops(w, layer, attention_window_unskipped(w, layer, backward));
   TraceNode node = fused_attention_node(w, rank, layer, backward ? "attn.bwd" : "attn.fwd", backward);
-  node.flops = backward ? compute::kAttentionBackwardFlopsRatio * fwd : fwd;  // executed, not model, FLOPs
   node.deps = after_of(after);
   if (p.cp == 1) return w.add(node);
   const double kv_message = 2.0 * w.tokens * s.kv * w.act_bytes;  // K and V of this rank's chunk
@@ -165,7 +167,6 @@ int attention_recompute(TraceWriter& w, int rank, int layer, int after) {
   if (tr.recompute != Recompute::selective || !tr.recompute_modules.core_attn) return after;
   if (w.s.framework.attention == AttentionKernel::unfused) return unfused_attention(w, rank, false, "attn.recompute", after);
   TraceNode attention = fused_attention_node(w, rank, layer, "attn.recompute", false);
-  attention.flops = attention_forward_flops(w, layer);
   attention.deps = {after};
   return w.add(attention);
 }

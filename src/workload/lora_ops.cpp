@@ -12,15 +12,22 @@ bool TraceWriter::skips_gemm(const std::string& name) const {
   return wgrad && name.rfind("lora.", 0) != 0;
 }
 
+namespace {
+
+/// The window a layer's attention kernel honours (0: the whole causal span).
+int kernel_window(const Scenario& s, int layer, bool whole_causal) { return whole_causal ? 0 : s.model.attention_window(layer); }
+
+}  // namespace
+
 double attention_row_span(const Scenario& s, int layer, bool whole_causal) {
   const int seq = s.training.seq;
-  return attention_pairs_per_row(s.training.fine_tuning, seq, whole_causal ? 0 : s.model.attention_window(layer)) / seq;
+  return attention_pairs_per_row(s.training.fine_tuning, seq, kernel_window(s, layer, whole_causal)) / seq;
 }
 
 double attention_kernel_keys(const Scenario& s, int layer, bool whole_causal) {
   const auto& f = s.training.fine_tuning;
   const int seq = s.training.seq;
-  const double pairs = attention_pairs_per_row(f, seq, whole_causal ? 0 : s.model.attention_window(layer));
+  const double pairs = attention_pairs_per_row(f, seq, kernel_window(s, layer, whole_causal));
   return pairs / real_tokens_per_row(f, seq) / s.parallelism.cp;
 }
 
@@ -52,6 +59,16 @@ constexpr double kAdapterScaleAddForwardTraffic = 5.0;
 constexpr double kAdapterScaleBackwardTraffic = 2.0;
 constexpr double kAdapterInputGradAccumulateTraffic = 3.0;
 
+bool column_parallel(const std::string& module) { return module == "linear_qkv" || module == "linear_fc1"; }
+
+/// Elements of the adapter output that the scale and the add to the base output run over on one rank:
+/// a column-parallel module's 1/tp of the columns on every row; a row-parallel one's whole width, after the
+/// adapter's all-reduce, on the rank's rows (scattered back to the sequence-parallel part under SP,
+/// ParallelLinearAdapter.forward).
+double adapter_output_elements(const TraceWriter& w, const std::string& module, const AdapterShape& a) {
+  return column_parallel(module) ? w.tokens * a.out / w.s.parallelism.tp : w.tokens_sp * a.out;
+}
+
 }  // namespace
 
 // Each TP rank holds 1/tp of A (r x in) and B (out x r) along the base module's split dimension, so its
@@ -68,7 +85,7 @@ int lora_forward(TraceWriter& w, int rank, const Communicators& c, const std::st
   node = w.gemm(rank, name + ".a", t, r, a.in / tp, false, after_of(node));
   node = w.collective(rank, c.tp, "tp", Category::tp_comm, collectives::Op::all_reduce, t * r * w.act_bytes, name + ".ar", after_of(node));
   node = w.gemm(rank, name + ".b", t, a.out / tp, r, false, after_of(node));
-  return w.memory(rank, name + ".scale_add", kAdapterScaleAddForwardTraffic * t * a.out / tp * w.act_bytes, {node});
+  return w.memory(rank, name + ".scale_add", kAdapterScaleAddForwardTraffic * adapter_output_elements(w, module, a) * w.act_bytes, {node});
 }
 
 int lora_backward(TraceWriter& w, int rank, const Communicators& c, const std::string& module, int after) {
@@ -83,10 +100,10 @@ int lora_backward(TraceWriter& w, int rank, const Communicators& c, const std::s
   node = w.gemm(rank, name + ".a.dgrad", t, a.in / tp, r, false, after_of(node));
   node = w.gemm(rank, name + ".a.wgrad", r, a.in / tp, t, false, {node});
   // The scale's gradient over the adapter's output, then the adapter's input gradient added to the base
-  // module's: the whole input of a column-parallel module (QKV, FC1: each TP rank holds every column of its
-  // input), 1/tp of a row-parallel one's (proj, FC2).
-  const double input_width = module == "linear_qkv" || module == "linear_fc1" ? a.in : a.in / tp;
-  const double bytes = (kAdapterScaleBackwardTraffic * a.out / tp + kAdapterInputGradAccumulateTraffic * input_width) * t * w.act_bytes;
+  // module's: a column-parallel module's (QKV, FC1) on the rank's rows of the norm output (its local
+  // sequence-parallel part), a row-parallel one's (proj, FC2) on every row of its 1/tp of the columns.
+  const double input = column_parallel(module) ? w.tokens_sp * a.in : t * a.in / tp;
+  const double bytes = (kAdapterScaleBackwardTraffic * adapter_output_elements(w, module, a) + kAdapterInputGradAccumulateTraffic * input) * w.act_bytes;
   return w.memory(rank, name + ".scale_grad_add", bytes, {node});
 }
 

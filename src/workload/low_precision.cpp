@@ -40,8 +40,9 @@ double weight_cast_bytes_per_element(const TrainingOptions& t, int sm_version, b
   if (t.precision == Precision::bf16) return 0.0;
   if (t.fp8_param_gather && t.precision == Precision::fp8 && t.fp8_recipe == Fp8Recipe::mxfp8) {
     // MXFP8 parameters: the BF16 values gathered into the gradient buffer are cast to the parameter's
-    // row-wise and column-wise copies once per optimizer step (Megatron-Core's distributed optimizer under
-    // reuse_grad_buf_for_mxfp8_param_ag: "The parameters are cast from bf16 to MXFP8 during copy"), at
+    // row-wise and column-wise copies once per optimizer step (Megatron-Core under
+    // reuse_grad_buf_for_mxfp8_param_ag: "The parameters are cast from bf16 to MXFP8 during copy",
+    // distributed_data_parallel.py at core_v0.15, param_and_grad_buffer.py _post_param_sync later), at
     // the chunk's first micro-batch; TE quantizes nothing more, disable_parameter_transpose_cache or not.
     // Frozen weights (LoRA's base) are never cast again.
     if (!first_microbatch || t.fine_tuning.frozen_base()) return 0.0;

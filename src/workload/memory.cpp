@@ -124,7 +124,8 @@ MemoryReport estimate_memory(const Scenario& s) {
     }
     b.parameters_local = dense + expert;
     b.parameters_unique = dense / dense_shards + expert / expert_shards;
-    // Weights: BF16 (plus an FP8 copy of the GEMM weights under FP8 training, unless gathered in FP8).
+    // Weights: BF16 (plus an FP8 copy of the GEMM weights under FP8 training), or FP8 parameters
+    // (fp8_param_gather: per-tensor FP8 with its transpose, or MXFP8's two copies) (low_precision.hpp).
     const double weight_bytes = weight_bytes_per_parameter(t);
     const bool zero3 = p.sharding == Sharding::optim_grads_params;
     const bool zero2 = zero3 || p.sharding == Sharding::optim_grads;

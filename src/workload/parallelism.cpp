@@ -287,10 +287,6 @@ void validate(const Parallelism& p, const TrainingOptions& t, const ModelSpec& m
     throw InputError(where + ": /training/fp8_param_gather = true: only with precision = \"fp8\" (Megatron-Bridge's NVFP4 "
                      "recipe gathers BF16 parameters)");
   }
-  if (t.fp8_dot_product_attention && t.precision != Precision::fp8) {
-    throw InputError(where + ": /training/fp8_dot_product_attention = true: only with precision = \"fp8\" (FP8 attention "
-                     "runs in the FP8 layers' recipe)");
-  }
   if (t.precision == Precision::fp8 && gpu.fp8_dense_flops <= 0) {
     throw InputError(where + ": /training/precision = \"fp8\": the " + gpu.name + " has no FP8 tensor cores (use bf16)");
   }

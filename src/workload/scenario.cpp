@@ -22,6 +22,39 @@ std::filesystem::path resolve_path(const std::string& text, const std::filesyste
   return path;  // relative to the working directory; load_json_file names it if missing
 }
 
+/// FP8 attention (training.fp8_dot_product_attention) where fmsim models it: cuDNN's fused FP8 kernels in
+/// FP8 layers (docs/model.md); each refusal says why.
+void validate_fp8_attention(const Scenario& s, const std::string& origin) {
+  const auto& t = s.training;
+  if (!t.fp8_dot_product_attention) return;
+  const std::string key = origin + ": /training/fp8_dot_product_attention = true: ";
+  if (t.precision != Precision::fp8) {
+    throw InputError(key + "only with precision = \"fp8\" (FP8 attention runs in the FP8 layers; with FP4 layers, which "
+                     "Megatron also passes it to, it is not modelled)");
+  }
+  if (s.framework.attention != AttentionKernel::fused) {
+    throw InputError(key + "FP8 attention is cuDNN's fused kernel; stack " + s.framework.display_name + " runs " +
+                     (s.framework.attention == AttentionKernel::unfused ? "unfused" : "FlashAttention-2") + " attention (expected false)");
+  }
+  if (s.model.attention_head_dim() > 128) {
+    throw InputError(key + s.model.name + "'s attention heads are " + std::to_string(static_cast<int>(s.model.attention_head_dim())) +
+                     " wide (mean of Q/K and V); cuDNN's FP8 attention is modelled up to 128 (its backward at MLA's 192/128 runs "
+                     "0.58-0.64 of BF16's time, which fmsim's curve does not give; expected false)");
+  }
+  bool windowed = false;
+  for (int layer = 0; layer < s.model.layers; ++layer) windowed = windowed || s.model.attention_window(layer) > 0;
+  if (windowed && s.cluster.gpu.sm_version < 100) {
+    throw InputError(key + s.model.name + " has sliding-window layers and the " + s.cluster.gpu.name +
+                     " is not Blackwell: Transformer Engine turns fused attention off for FP8 with a window below sm 10.0 "
+                     "(dot_product_attention/utils.py), and its fallback is not modelled (expected false)");
+  }
+  if (t.recompute == Recompute::selective && t.recompute_modules.core_attn) {
+    throw InputError(key + "with core_attn in recompute_modules: Megatron recomputes core attention through "
+                     "tensor_parallel.checkpoint, which does not re-enter Transformer Engine's FP8 autocast, so whether the "
+                     "recomputed attention and its backward run in FP8 is not established (expected false, or drop core_attn)");
+  }
+}
+
 }  // namespace
 
 /// "cluster": "file.json" or {"base": "file.json", overrides...} or an inline cluster object.
@@ -192,17 +225,7 @@ Scenario scenario_from_json(json document, const std::string& origin, const std:
   // Sections read by other parts (storage: checkpoint plan and failure model) from `resolved`.
   root.reject_unknown_keys({"checkpoint", "failures"});
   validate(s.parallelism, s.training, s.model, s.cluster.gpu, origin);
-  if (s.training.fp8_dot_product_attention && s.framework.attention != AttentionKernel::fused) {
-    throw InputError(origin + ": /training/fp8_dot_product_attention = true: FP8 attention is cuDNN's fused kernel; stack " +
-                     s.framework.display_name + " runs " + (s.framework.attention == AttentionKernel::unfused ? "unfused" : "FlashAttention-2") +
-                     " attention (expected false)");
-  }
-  if (s.training.fp8_dot_product_attention && s.model.attention_head_dim() > 128) {
-    throw InputError(origin + ": /training/fp8_dot_product_attention = true: " + s.model.name + "'s attention heads are " +
-                     std::to_string(static_cast<int>(s.model.attention_head_dim())) + " wide (mean of Q/K and V); cuDNN's FP8 attention "
-                     "is modelled up to 128 (its backward at MLA's 192/128 runs 0.58-0.64 of BF16's time, which fmsim's curve does not "
-                     "give; expected false)");
-  }
+  validate_fp8_attention(s, origin);
   if (s.framework.attention == AttentionKernel::unfused && s.parallelism.cp > 1) {
     throw InputError(origin + ": /parallelism/context_parallel_size = " + std::to_string(s.parallelism.cp) + ": stack " +
                      s.framework.display_name + " runs unfused attention, which has no context parallelism (expected 1)");

@@ -107,8 +107,10 @@ TEST_CASE("LoRA trace: no base weight gradients, adapter GEMMs with their gradie
   }
   CHECK(reduced == Approx(2.0 * 2 * r * (in + out) / tp).epsilon(1e-6));  // 2 layers, BF16
   // Around the adapter GEMMs, in BF16 reads and writes per element: forward, the scale (2) and the add to
-  // the base output (3) over the output; backward, the scale's gradient (2) over the output and the input
-  // gradient added to the base module's (3) over QKV's whole input (every TP rank holds it).
+  // the base output (3) over QKV's 1/tp of the output columns on every row; backward, the scale's gradient
+  // (2) over the same and the input gradient added to the base module's (3) over the rank's rows of the norm
+  // output (its sequence-parallel part).
+  const double rows_sp = s.parallelism.sequence_parallel ? t / tp : t;
   double scale_add = 0, grad_add = 0;
   for (const auto& n : trace.nodes) {
     if (n.rank != 0) continue;
@@ -116,7 +118,7 @@ TEST_CASE("LoRA trace: no base weight gradients, adapter GEMMs with their gradie
     if (n.name == "lora.qkv.scale_grad_add") grad_add += n.bytes;
   }
   CHECK(scale_add == Approx(passes * 5 * t * out / tp * 2));
-  CHECK(grad_add == Approx(passes * (2 * t * out / tp + 3 * t * in) * 2));
+  CHECK(grad_add == Approx(passes * (2 * t * out / tp + 3 * rows_sp * in) * 2));
 }
 
 TEST_CASE("SFT on packed sequences: attention per sequence, FLOPs as Megatron counts THD", "[finetune]") {

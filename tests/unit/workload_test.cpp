@@ -328,40 +328,72 @@ TEST_CASE("FP8 attention: FP8 nodes in FP8 layers, a window's backward over the 
   const nlohmann::json model{{"base", "gpt-oss-120b"}, {"num_hidden_layers", 2}, {"layer_types", {"sliding_attention", "full_attention"}}};
   const nlohmann::json par{{"expert_model_parallel_size", 8}, {"global_batch_size", 8}};
   const nlohmann::json fp8{{"seq_length", 4096}, {"precision", "fp8"}, {"fp8_dot_product_attention", true}};
+  auto on = [](const std::string& instance, const nlohmann::json& parallelism, const nlohmann::json& training, const nlohmann::json& m) {
+    nlohmann::json doc = {{"cluster", {{"instance_type", instance}, {"nodes", 1}}}, {"model", m}, {"parallelism", parallelism}, {"training", training}};
+    return scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+  };
   std::vector<int> rank_gpu(8);
   for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
-  auto spans = [&](const Scenario& s) {
-    std::map<std::string, std::vector<double>> by_name;  // attn.fwd / attn.bwd -> spans in layer order, rank 0
+  struct Pass {
+    std::vector<double> spans, flops;
+    std::vector<bool> fp8;
+  };
+  auto passes = [&](const Scenario& s) {
+    std::map<std::string, Pass> by_name;  // attn.fwd / attn.bwd -> per layer in trace order, rank 0
     for (const auto& n : build_trace(s, rank_gpu, false).nodes) {
       if (n.rank != 0 || (n.kernel != Kernel::attention_fwd && n.kernel != Kernel::attention_bwd)) continue;
-      CHECK(n.fp8 == s.training.fp8_dot_product_attention);
-      by_name[n.name].push_back(n.attention_span);
+      auto& p = by_name[n.name];
+      p.spans.push_back(n.attention_span);
+      p.flops.push_back(n.flops);
+      p.fp8.push_back(n.fp8);
     }
     return by_name;
   };
-  const auto with = spans(make_scenario(par, fp8, model, 1));
+  const auto with = passes(on("p6-b200.48xlarge", par, fp8, model));
   nlohmann::json plain = fp8;
   plain["fp8_dot_product_attention"] = false;
-  const auto without = spans(make_scenario(par, plain, model, 1));
+  const auto without = passes(on("p6-b200.48xlarge", par, plain, model));
   // Forward: layer 0's window (about 128 keys per query) either way; backward: FP8's runs the causal span.
-  REQUIRE(with.at("attn.fwd").size() == 2);
-  CHECK(with.at("attn.fwd") == without.at("attn.fwd"));
-  CHECK(without.at("attn.fwd")[0] < 128);
+  REQUIRE(with.at("attn.fwd").spans.size() == 2);
+  CHECK(with.at("attn.fwd").spans == without.at("attn.fwd").spans);
+  CHECK(with.at("attn.fwd").flops == without.at("attn.fwd").flops);
+  CHECK(without.at("attn.fwd").spans[0] < 128);
   const auto& bwd = with.at("attn.bwd");  // backward runs the layers in reverse: the windowed layer last
-  REQUIRE(bwd.size() == 2);
-  CHECK(bwd[1] == Approx(bwd[0]));  // the windowed layer's backward spans what the full layer's does
-  CHECK(without.at("attn.bwd")[1] < 128);
-  // Refused: without FP8 GEMMs, on a stack without cuDNN's fused attention, on MLA's wide heads.
+  REQUIRE(bwd.spans.size() == 2);
+  CHECK(bwd.spans[1] == Approx(bwd.spans[0]));  // the windowed layer's backward spans what the full layer's does
+  CHECK(bwd.flops[1] == Approx(bwd.flops[0]));  // and executes its FLOPs
+  CHECK(without.at("attn.bwd").spans[1] < 128);
+  CHECK(without.at("attn.bwd").flops[1] < bwd.flops[1] / 10);
+  for (const auto& [name, pass] : with)
+    for (bool f : pass.fp8) CHECK(f);
+  for (const auto& [name, pass] : without)
+    for (bool f : pass.fp8) CHECK_FALSE(f);
+  // A layer kept in BF16 keeps BF16 attention (and its window in the backward).
+  nlohmann::json first_bf16 = fp8;
+  first_bf16["first_last_layers_bf16"] = true;
+  first_bf16["num_layers_at_start_in_bf16"] = 1;
+  first_bf16["num_layers_at_end_in_bf16"] = 0;
+  const auto mixed = passes(on("p6-b200.48xlarge", par, first_bf16, model));
+  CHECK(mixed.at("attn.fwd").fp8 == std::vector<bool>{false, true});
+  CHECK(mixed.at("attn.bwd").fp8 == std::vector<bool>{true, false});
+  CHECK(mixed.at("attn.bwd").spans[1] < 128);
+  // Refused, each with the reason: without FP8 layers, on a stack without cuDNN's fused attention, on MLA's
+  // wide heads, with a window below Blackwell, and with core attention recomputed through Megatron's checkpoint.
   nlohmann::json bf16 = fp8;
   bf16["precision"] = "bf16";
-  CHECK_THROWS_WITH(make_scenario(par, bf16, model, 1), Catch::Matchers::Contains("only with precision = \"fp8\""));
+  CHECK_THROWS_WITH(on("p6-b200.48xlarge", par, bf16, model), Catch::Matchers::Contains("only with precision = \"fp8\""));
   nlohmann::json flash2 = fp8;
   flash2["framework"] = "torchtitan";
-  CHECK_THROWS_WITH(make_scenario({{"global_batch_size", 8}}, flash2, nlohmann::json{{"base", "llama3-8b"}, {"num_hidden_layers", 2}}, 1),
-                    Catch::Matchers::Contains("FP8 attention is cuDNN's fused kernel"));
-  CHECK_THROWS_WITH(make_scenario({{"expert_model_parallel_size", 8}, {"global_batch_size", 8}}, fp8,
-                                  nlohmann::json{{"base", "deepseek-v3"}, {"num_hidden_layers", 2}}, 1),
+  const nlohmann::json dense{{"base", "llama3-8b"}, {"num_hidden_layers", 2}};
+  CHECK_THROWS_WITH(on("p6-b200.48xlarge", {{"global_batch_size", 8}}, flash2, dense), Catch::Matchers::Contains("FP8 attention is cuDNN's fused kernel"));
+  CHECK_THROWS_WITH(on("p6-b200.48xlarge", par, fp8, nlohmann::json{{"base", "deepseek-v3"}, {"num_hidden_layers", 2}}),
                     Catch::Matchers::Contains("modelled up to 128"));
+  CHECK_THROWS_WITH(on("p5.48xlarge", par, fp8, model), Catch::Matchers::Contains("sliding-window layers"));
+  CHECK_NOTHROW(on("p5.48xlarge", {{"global_batch_size", 8}}, fp8, dense));  // no window: Hopper's FP8 attention
+  nlohmann::json recompute = fp8;
+  recompute["recompute_granularity"] = "selective";
+  recompute["recompute_modules"] = {"core_attn"};
+  CHECK_THROWS_WITH(on("p6-b200.48xlarge", par, recompute, model), Catch::Matchers::Contains("tensor_parallel.checkpoint"));
 }
 
 TEST_CASE("backward FP8 GEMMs pay the split accumulator on Hopper only", "[compute]") {

@@ -95,17 +95,20 @@ inline constexpr double kAttentionExpShareBackward = 31.0;
 inline constexpr double kAttentionWideHeadBackwardSlope = 0.6;
 /// f(d) above (and the wide-head backward term); `head_dim` <= 0 (not known): 1 at exp_rate 1.
 double attention_head_dim_factor(bool backward, double head_dim, double exp_rate = 1.0);
-/// cuDNN's FP8 attention (Megatron fp8_dot_product_attention), as a multiple of the BF16 kernel's time.
-/// Forward: its two matmuls per query-key pair run at the FP8 rate, so the matmul part of f(d)'s per-pair
-/// cost (d) halves while the fixed part (d0, with the exponential) stays:
-///   (d / 2 + d0 - d_exp (1 - 1 / exp_rate)) / (d + d0 - d_exp (1 - 1 / exp_rate)),  d <= 128.
-/// cudnn-frontend's sdpa_benchmark_training results (cuDNN 9.22, per-tensor FP8 against BF16, causal and
-/// unmasked, seq 2k-32k): Llama 3.1 (d 128) 0.74-0.79 on GB200 (this formula 0.72) and 0.60-0.70 on GB300
-/// (0.66); DeepSeek-V3 (192/128) 0.64-0.71 on GB200 (0.72); MXFP8 runs 0.03-0.08 slower than per-tensor
-/// FP8 there. Backward: 1 (BF16's time). At training lengths it gains nothing: 0.86-1.06 of BF16's time
-/// at seq 2k-8k on GB200 and 0.78-1.02 on GB300 for Llama 3.1 (P, dP and dS are quantized per pair, with
-/// their amaxes), 0.69-0.81 only at 16k-32k.
-double attention_fp8_time_factor(bool backward, double head_dim, double exp_rate = 1.0);
+/// cuDNN's FP8 attention (Megatron fp8_dot_product_attention), as a multiple of the BF16 kernel's time at
+/// `mean_span` keys per query. Forward: its two matmuls per query-key pair run at the FP8 rate, so the
+/// matmul part of f(d)'s per-pair cost (d) halves while the fixed part (d0, with the exponential) stays,
+///   r = (d / 2 + d0 - d_exp (1 - 1 / exp_rate)) / (d + d0 - d_exp (1 - 1 / exp_rate)),  d <= 128,
+/// and the per-row prologue and epilogue (kAttentionSpanOverhead keys' worth) do not speed up:
+///   (r L + 208) / (L + 208).
+/// cudnn-frontend's sdpa_benchmark_training results (cuDNN 9.22, per-tensor FP8 against BF16, causal,
+/// seq 2k-8k): Llama 3.1 (d 128) 0.78 on GB200 (this 0.75-0.77) and 0.67-0.70 on GB300 (0.69-0.71);
+/// GPT-OSS's window of 128 (d 64) 0.93 on GB200 (0.93) and 0.83 on GB300 (0.90). cuDNN's MXFP8 kernels
+/// run 0.03-0.08 slower than per-tensor FP8 (not modelled: Transformer Engine's choice between them under
+/// an MXFP8 recipe was not read). Backward: 1 (BF16's time). At training lengths it gains nothing:
+/// 0.92-1.06 of BF16's time at seq 2k-8k on GB200 and 0.81-1.02 on GB300 for Llama 3.1 (P, dP and dS are
+/// quantized per pair, with their amaxes), 0.69-0.81 only at 16k-32k.
+double attention_fp8_time_factor(bool backward, double head_dim, double exp_rate = 1.0, double mean_span = 0);
 
 /// FLOPs a fused attention backward kernel executes, as a multiple of the forward's: five matmuls
 /// (S = QK^T recomputed, dV, dP, dQ, dK) against the forward's two. The efficiencies above are quoted

@@ -124,7 +124,7 @@ struct TrainingOptions {
   /// set_llama3_common_peft_configs, v0.2.0-v0.5.0).
   bool disable_parameter_transpose_cache = false;
   /// Megatron fp8_dot_product_attention: the FP8 layers' fused attention runs cuDNN's FP8 kernels
-  /// (Q, K, V, O and their gradients in FP8; compute_model.hpp attention_fp8_forward_factor), and its
+  /// (Q, K, V, O and their gradients in FP8; compute_model.hpp attention_fp8_time_factor), and its
   /// backward does not skip the tiles a sliding window masks (trace_builder: the whole causal span).
   bool fp8_dot_product_attention = false;
   /// Megatron use_transformer_engine_op_fuser (Megatron-Bridge's cutedsl_fused_grouped_mlp): the experts
