@@ -11,6 +11,10 @@ namespace {
 /// "Pretraining Large Language Models with NVFP4", arXiv 2509.25149, section 2).
 double fp4_element_bytes(Fp4Recipe recipe) { return 0.5 + (recipe == Fp4Recipe::nvfp4 ? 1.0 / 16.0 : 1.0 / 32.0); }
 
+/// Parameters kept in FP8 (fp8_param_gather): per-tensor FP8, or MXFP8 (mxfp8_parameters).
+bool fp8_parameters(const TrainingOptions& t) { return t.fp8_param_gather && t.precision == Precision::fp8; }
+bool mxfp8_parameters(const TrainingOptions& t) { return fp8_parameters(t) && t.fp8_recipe == Fp8Recipe::mxfp8; }
+
 }  // namespace
 
 bool non_tn_fp8_gemm(int sm_version) { return (sm_version >= 100 && sm_version < 120) || sm_version >= 130; }
@@ -38,7 +42,7 @@ double quantize_bytes_per_element(const TrainingOptions& t, int sm_version) {
 
 double weight_cast_bytes_per_element(const TrainingOptions& t, int sm_version, bool first_microbatch) {
   if (t.precision == Precision::bf16) return 0.0;
-  if (t.fp8_param_gather && t.precision == Precision::fp8 && t.fp8_recipe == Fp8Recipe::mxfp8) {
+  if (mxfp8_parameters(t)) {
     // MXFP8 parameters: the BF16 values gathered into the gradient buffer are cast to the parameter's
     // row-wise and column-wise copies once per optimizer step (Megatron-Core under
     // reuse_grad_buf_for_mxfp8_param_ag: "The parameters are cast from bf16 to MXFP8 during copy",
@@ -48,7 +52,7 @@ double weight_cast_bytes_per_element(const TrainingOptions& t, int sm_version, b
     if (!first_microbatch || t.fine_tuning.frozen_base()) return 0.0;
     return quantize_bytes_per_element(t, sm_version);
   }
-  if (t.fp8_param_gather && t.precision == Precision::fp8) {
+  if (fp8_parameters(t)) {
     // FP8 parameters: TE builds the transpose when it is missing or invalid (Float8TensorStorage
     // update_usage), whatever is_first_microbatch says, and Megatron invalidates it once per optimizer
     // step; frozen weights (LoRA's base, outside the gradient buffers) keep theirs.
@@ -74,7 +78,7 @@ double weight_bytes_per_parameter(const TrainingOptions& t) {
     // FP8 parameters: per-tensor FP8 with its cached transpose (2); MXFP8 with its row-wise and
     // column-wise copies and their scales (the gathered BF16 values live in the gradient buffer).
     case Precision::fp8:
-      if (t.fp8_param_gather) return t.fp8_recipe == Fp8Recipe::mxfp8 ? 2.0 * (1.0 + 1.0 / 32.0) : 2.0;
+      if (fp8_parameters(t)) return mxfp8_parameters(t) ? 2.0 * (1.0 + 1.0 / 32.0) : 2.0;
       return 3.0;
     // Megatron-Bridge's NVFP4 recipe gathers BF16 parameters (fp8_param_gather False): the BF16 weights
     // plus a row-wise and a column-wise FP4 copy (forward and data-gradient GEMMs).
@@ -86,8 +90,7 @@ double weight_bytes_per_parameter(const TrainingOptions& t) {
 double param_gather_bytes_per_element(const TrainingOptions& t) {
   // Per-tensor FP8 parameters are gathered as FP8; MXFP8 ones as their BF16 values, through the gradient
   // buffer (reuse_grad_buf_for_mxfp8_param_ag), and cast after the gather (weight_cast_bytes_per_element).
-  const bool fp8_params = t.fp8_param_gather && t.precision == Precision::fp8 && t.fp8_recipe != Fp8Recipe::mxfp8;
-  return fp8_params ? 1.0 : 2.0;
+  return fp8_parameters(t) && !mxfp8_parameters(t) ? 1.0 : 2.0;
 }
 
 double precision_peak_flops(const TrainingOptions& t, const hardware::GpuSpec& gpu) {

@@ -23,8 +23,8 @@ namespace {
 ModelSpec preset(const std::string& name) { return load_model(name, test::source_dir() / "configs" / "models"); }
 
 Scenario make_scenario(const nlohmann::json& parallelism, const nlohmann::json& training, const nlohmann::json& model,
-                       int nodes = 8) {
-  nlohmann::json doc = {{"cluster", {{"instance_type", "p5.48xlarge"}, {"nodes", nodes}}},
+                       int nodes = 8, const std::string& instance = "p5.48xlarge") {
+  nlohmann::json doc = {{"cluster", {{"instance_type", instance}, {"nodes", nodes}}},
                         {"model", model},
                         {"parallelism", parallelism},
                         {"training", training}};
@@ -329,8 +329,7 @@ TEST_CASE("FP8 attention: FP8 nodes in FP8 layers, a window's backward over the 
   const nlohmann::json par{{"expert_model_parallel_size", 8}, {"global_batch_size", 8}};
   const nlohmann::json fp8{{"seq_length", 4096}, {"precision", "fp8"}, {"fp8_dot_product_attention", true}};
   auto on = [](const std::string& instance, const nlohmann::json& parallelism, const nlohmann::json& training, const nlohmann::json& m) {
-    nlohmann::json doc = {{"cluster", {{"instance_type", instance}, {"nodes", 1}}}, {"model", m}, {"parallelism", parallelism}, {"training", training}};
-    return scenario_from_json(doc, "test.json", test::source_dir(), test::catalog());
+    return make_scenario(parallelism, training, m, 1, instance);
   };
   std::vector<int> rank_gpu(8);
   for (int i = 0; i < 8; ++i) rank_gpu[i] = i;
